@@ -1,0 +1,79 @@
+//! The answer to "may this action run?": an effect plus what decided it.
+//!
+//! Policy evaluation and every checker return a [`Verdict`], so the gate, the CLI and the
+//! clients can always say which rule in which layer decided, and why.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::action::Effect;
+use crate::policy::Rule;
+
+/// The pseudo-layer reported when a kind's default decided.
+pub const DEFAULTS_LAYER: &str = "defaults";
+
+/// A machine-readable reason code. Clients switch on these; the wire form is snake_case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Reason {
+    /// A deny rule matched.
+    DenyRule,
+    /// An ask rule matched (and no deny rule did).
+    AskRule,
+    /// An allow rule matched (and no deny or ask rule did).
+    AllowRule,
+    /// No rule matched; the kind's default decided.
+    Default,
+    /// The target could not be normalized (unparseable URL, NUL byte, ...). Fails closed.
+    InvalidTarget,
+    /// A shell construct that cannot be resolved statically (command substitution, `eval`,
+    /// variable in command position, unparseable input). Never weaker than ask.
+    UnresolvedShellConstruct,
+}
+
+impl Reason {
+    /// The snake_case wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::DenyRule => "deny_rule",
+            Reason::AskRule => "ask_rule",
+            Reason::AllowRule => "allow_rule",
+            Reason::Default => "default",
+            Reason::InvalidTarget => "invalid_target",
+            Reason::UnresolvedShellConstruct => "unresolved_shell_construct",
+        }
+    }
+}
+
+/// The outcome of evaluating one action: `check` is exactly `explain(..).effect`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Verdict {
+    /// allow, ask or deny.
+    pub effect: Effect,
+    /// The deciding rule, or `None` when a default (or a checker) decided.
+    pub rule: Option<Arc<Rule>>,
+    /// The deciding layer: a rule's layer, `defaults`, or a cap's name.
+    pub layer: Arc<str>,
+    /// Why, as a machine-readable code.
+    pub reason: Reason,
+}
+
+impl Verdict {
+    /// A verdict decided by something other than a rule (a default or a checker).
+    pub fn without_rule(effect: Effect, layer: impl Into<Arc<str>>, reason: Reason) -> Self {
+        Verdict {
+            effect,
+            rule: None,
+            layer: layer.into(),
+            reason,
+        }
+    }
+
+    /// The stricter of two verdicts; on a tie, `self` (the earlier one) is kept.
+    pub fn stricter(self, other: Verdict) -> Verdict {
+        if other.effect > self.effect { other } else { self }
+    }
+}
