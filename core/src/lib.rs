@@ -4,6 +4,7 @@
 pub mod action;
 pub mod error;
 pub mod policy;
+pub mod protocol;
 pub mod shell;
 pub mod verdict;
 
