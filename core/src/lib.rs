@@ -12,3 +12,8 @@ pub use action::{Action, ActionKind, Effect};
 pub use error::PolicyError;
 pub use policy::{CompiledPolicy, Defaults, Layer, PermissionMode, Policy, Rule, TieredOptions};
 pub use verdict::{Reason, Verdict};
+
+/// The repository README's Rust examples run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct RepositoryReadme;

@@ -1,6 +1,8 @@
 //! Runs the language-neutral policy vectors in `tests/conformance/` (suites `policy` and
 //! `policy_serde`). Every binding runs the same files.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
@@ -25,7 +27,12 @@ fn vectors(suite: &str) -> Vec<(String, Value)> {
         if doc["suite"] != suite {
             continue;
         }
-        for (i, v) in doc["vectors"].as_array().expect("vectors").iter().enumerate() {
+        for (i, v) in doc["vectors"]
+            .as_array()
+            .expect("vectors")
+            .iter()
+            .enumerate()
+        {
             out.push((format!("{}#{i}", file.display()), v.clone()));
         }
     }
@@ -144,7 +151,9 @@ fn policy_serde_vectors() {
                 let expected =
                     json!({"path": want["path"], "line": want["line"], "column": want["column"]});
                 if got != expected {
-                    failures.push(format!("{name} ({why}): expected {expected}, got {got} ({e})"));
+                    failures.push(format!(
+                        "{name} ({why}): expected {expected}, got {got} ({e})"
+                    ));
                 }
                 for needle in want["contains"].as_array().into_iter().flatten() {
                     let needle = needle.as_str().expect("str");

@@ -1,15 +1,18 @@
-//! The compiled policy: globs built once into per-kind, per-effect glob sets, evaluated by the
-//! one function [`CompiledPolicy::explain`]. `check` is `explain(..).effect`.
+//! The compiled policy: every glob translated once (by globset) and gathered per kind into
+//! multi-pattern regex sets, evaluated by the one function [`CompiledPolicy::explain`].
+//! `check` is `explain(..).effect`. Nothing here is recompiled per call.
 
+use std::cmp::Reverse;
 use std::sync::Arc;
 
-use globset::{Candidate, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
+use globset::{GlobBuilder, GlobMatcher};
+use regex::bytes::{RegexSet, RegexSetBuilder};
 
 use crate::action::{Action, ActionKind, Effect};
 use crate::error::PolicyError;
 use crate::policy::normalize::{
-    InvalidTarget, basename, fold_case, fold_platform_separators, nfc,
-    normalize_network_target, normalize_path_lexically,
+    basename, fold_case, fold_platform_separators, nfc, normalize_network_target,
+    normalize_path_lexically,
 };
 use crate::policy::{Policy, Rule};
 use crate::shell;
@@ -29,44 +32,39 @@ struct Entry {
     order: usize,
 }
 
-/// All rules of one kind and one effect.
+/// Rules of one kind compiled into one multi-pattern regex set: one automaton pass per
+/// candidate, whatever the rule count. The regexes are globset's own translation of each
+/// glob, so the glob semantics are globset's.
 #[derive(Debug)]
 struct RuleSet {
-    globs: GlobSet,
+    set: Option<RegexSet>,
     entries: Vec<Entry>,
-    /// Deny and ask sets are compiled case-folded and matched against folded targets.
-    folded: bool,
 }
 
 impl RuleSet {
-    fn empty(folded: bool) -> Self {
-        RuleSet {
-            globs: GlobSet::empty(),
-            entries: Vec::new(),
-            folded,
-        }
-    }
-
-    /// The first (lowest-order) entry matching any candidate, honouring tool filters.
-    fn first_match(&self, candidates: &[Candidate<'_>], tool: Option<&str>) -> Option<&Entry> {
-        if self.entries.is_empty() {
-            return None;
-        }
+    /// The matching entry of the strictest effect (lowest order among equals) for any
+    /// candidate, honouring tool filters.
+    fn strictest_match(&self, candidates: &[&str], tool: Option<&str>) -> Option<&Entry> {
+        let set = self.set.as_ref()?;
         let mut best: Option<&Entry> = None;
-        let mut hits = Vec::new();
         for candidate in candidates {
-            if !self.globs.is_match_candidate(candidate) {
+            let bytes = candidate.as_bytes();
+            if !set.is_match(bytes) {
                 continue;
             }
-            self.globs.matches_candidate_into(candidate, &mut hits);
-            for &i in &hits {
-                let Some(entry) = self.entries.get(i) else { continue };
+            for i in set.matches(bytes).iter() {
+                let Some(entry) = self.entries.get(i) else {
+                    continue;
+                };
                 let tool_ok = match (&entry.tool, tool) {
                     (None, _) => true,
                     (Some(m), Some(t)) => m.is_match(nfc(t).as_ref()),
                     (Some(_), None) => false,
                 };
-                if tool_ok && best.is_none_or(|b| entry.order < b.order) {
+                let better = best.is_none_or(|b| {
+                    (entry.rule.effect, Reverse(entry.order)) > (b.rule.effect, Reverse(b.order))
+                });
+                if tool_ok && better {
                     best = Some(entry);
                 }
             }
@@ -77,8 +75,9 @@ impl RuleSet {
 
 #[derive(Debug)]
 struct KindRules {
-    deny: RuleSet,
-    ask: RuleSet,
+    /// Deny and ask rules, compiled case-folded and matched against folded targets.
+    restrict: RuleSet,
+    /// Allow rules, matched exactly: an allow never widens because of spelling.
     allow: RuleSet,
 }
 
@@ -100,29 +99,12 @@ pub struct CompiledPolicy {
     target_layer: Arc<str>,
 }
 
-/// One spelling of a target, ready for matching: exact candidates for allow rules and folded
-/// candidates for deny/ask rules.
-struct Form {
-    exact: Vec<String>,
-    folded: Vec<String>,
-}
-
-impl Form {
-    fn new(candidates: Vec<String>) -> Form {
-        let folded = candidates.iter().map(|c| fold_case(c).into_owned()).collect();
-        Form {
-            exact: candidates,
-            folded,
-        }
-    }
-}
-
 fn compile_pattern(kind: ActionKind, pattern: &str, fold: bool) -> String {
     let p = nfc(pattern);
     let p = fold_platform_separators(&p).into_owned();
     let p = if kind.is_file() {
-        // `./secrets/*` means `secrets/*`; a pattern is never resolved further than that,
-        // because `..` or `*` in a glob are not path components.
+        // `./secrets/*` means `secrets/*`, and `a//b` means `a/b`, as for targets. A pattern
+        // is never resolved further: `..` or `*` in a glob are not path components.
         let mut p = p.as_str();
         while let Some(rest) = p.strip_prefix("./") {
             p = rest;
@@ -141,46 +123,43 @@ fn compile_pattern(kind: ActionKind, pattern: &str, fold: bool) -> String {
 fn build_set(
     policy: &Policy,
     kind: ActionKind,
-    effect: Effect,
+    effects: &[Effect],
     fold: bool,
 ) -> Result<RuleSet, PolicyError> {
-    let mut builder = GlobSetBuilder::new();
+    let mut regexes = Vec::new();
     let mut entries = Vec::new();
     let mut order = 0usize;
     for layer in &policy.layers {
         let layer_name: Arc<str> = Arc::from(layer.name.as_str());
         for rule in &layer.rules {
             order += 1;
-            if rule.kind != kind || rule.effect != effect {
+            if rule.kind != kind || !effects.contains(&rule.effect) {
                 continue;
             }
+            let glob_error =
+                |what: &'static str, pattern: &str, message: String| PolicyError::Glob {
+                    layer: layer.name.clone(),
+                    what,
+                    pattern: pattern.to_owned(),
+                    message,
+                };
             let text = compile_pattern(kind, &rule.pattern, fold);
             let glob = GlobBuilder::new(&text)
                 .literal_separator(false)
                 .backslash_escape(!cfg!(windows))
                 .build()
-                .map_err(|e| PolicyError::Glob {
-                    layer: layer.name.clone(),
-                    what: "pattern",
-                    pattern: rule.pattern.clone(),
-                    message: e.kind().to_string(),
-                })?;
+                .map_err(|e| glob_error("pattern", &rule.pattern, e.kind().to_string()))?;
             let tool = match &rule.tool {
                 None => None,
                 Some(t) => Some(
                     GlobBuilder::new(&nfc(t))
                         .literal_separator(false)
                         .build()
-                        .map_err(|e| PolicyError::Glob {
-                            layer: layer.name.clone(),
-                            what: "tool",
-                            pattern: t.clone(),
-                            message: e.kind().to_string(),
-                        })?
+                        .map_err(|e| glob_error("tool", t, e.kind().to_string()))?
                         .compile_matcher(),
                 ),
             };
-            builder.add(glob);
+            regexes.push(glob.regex().to_owned());
             entries.push(Entry {
                 rule: Arc::new(rule.clone()),
                 layer: layer_name.clone(),
@@ -190,18 +169,22 @@ fn build_set(
         }
     }
     if entries.is_empty() {
-        return Ok(RuleSet::empty(fold));
+        return Ok(RuleSet { set: None, entries });
     }
-    let globs = builder.build().map_err(|e| PolicyError::Glob {
-        layer: "*".to_owned(),
-        what: "pattern",
-        pattern: String::new(),
-        message: e.to_string(),
-    })?;
+    let set = RegexSetBuilder::new(&regexes)
+        .dot_matches_new_line(true)
+        .size_limit(256 << 20)
+        .dfa_size_limit(32 << 20)
+        .build()
+        .map_err(|e| PolicyError::Glob {
+            layer: "*".to_owned(),
+            what: "pattern",
+            pattern: format!("{} {kind} rules", entries.len()),
+            message: e.to_string(),
+        })?;
     Ok(RuleSet {
-        globs,
+        set: Some(set),
         entries,
-        folded: fold,
     })
 }
 
@@ -211,9 +194,8 @@ impl CompiledPolicy {
         let mut kinds = Vec::with_capacity(ActionKind::ALL.len());
         for kind in ActionKind::ALL {
             kinds.push(KindRules {
-                deny: build_set(&policy, kind, Effect::Deny, true)?,
-                ask: build_set(&policy, kind, Effect::Ask, true)?,
-                allow: build_set(&policy, kind, Effect::Allow, false)?,
+                restrict: build_set(&policy, kind, &[Effect::Deny, Effect::Ask], true)?,
+                allow: build_set(&policy, kind, &[Effect::Allow], false)?,
             });
         }
         let defaults = ActionKind::ALL.map(|k| policy.defaults.effective(k));
@@ -256,16 +238,48 @@ impl CompiledPolicy {
 
     /// [`explain`](Self::explain) without building an [`Action`] (the FFI hot path).
     pub fn explain_parts(&self, kind: ActionKind, target: &str, tool: Option<&str>) -> Verdict {
-        match self.forms(kind, target) {
-            Ok(Targets::Forms(forms)) => self.evaluate(kind, &forms, tool),
-            Ok(Targets::Shell(parsed)) => self.evaluate_shell(&parsed, tool),
-            Err(_) => self.invalid_target(),
+        if target.contains('\0') {
+            return self.invalid_target();
+        }
+        match kind {
+            ActionKind::FileRead | ActionKind::FileWrite => {
+                let Ok(path) = normalize_path_lexically(target) else {
+                    return self.invalid_target();
+                };
+                let folded = fold_case(&path);
+                let (base, folded_base) = (basename(&path), basename(&folded));
+                let n = if base.len() == path.len() { 1 } else { 2 };
+                self.evaluate(
+                    kind,
+                    &[&path, base][..n],
+                    &[&folded, folded_base][..n],
+                    tool,
+                )
+            }
+            ActionKind::Network => {
+                let Ok(t) = normalize_network_target(target) else {
+                    return self.invalid_target();
+                };
+                // Hosts are already lowercase; the folded candidates are the same strings.
+                match t.host_port() {
+                    Some(hp) => self.evaluate(kind, &[&t.host, &hp], &[&t.host, &hp], tool),
+                    None => self.evaluate(kind, &[&t.host], &[&t.host], tool),
+                }
+            }
+            ActionKind::ShellCommand => {
+                self.evaluate_shell(&shell::parse_command_line(target), tool)
+            }
+            _ => {
+                let exact = nfc(target);
+                let folded = fold_case(&exact);
+                self.evaluate(kind, &[&exact], &[&folded], tool)
+            }
         }
     }
 
     /// Evaluate several spellings of one target (for files: the lexical and the
-    /// symlink-resolved forms, each as given to the policy) and return the strictest verdict.
-    /// Checkers call this; each spelling is normalized exactly as `explain` would.
+    /// symlink-resolved forms) and return the strictest verdict. Each spelling is normalized
+    /// exactly as `explain` would; on a tie the earlier spelling's verdict is kept.
     pub fn explain_forms(&self, kind: ActionKind, targets: &[&str], tool: Option<&str>) -> Verdict {
         let mut verdict: Option<Verdict> = None;
         for target in targets {
@@ -278,55 +292,38 @@ impl CompiledPolicy {
         verdict.unwrap_or_else(|| self.invalid_target())
     }
 
-    /// Evaluate one already-resolved program name (a `shell_command` simple command).
+    /// Evaluate one already-resolved program name (a `shell_command` simple command): rules
+    /// match its basename.
     pub fn explain_program(&self, program: &str, tool: Option<&str>) -> Verdict {
+        if program.is_empty() || program.contains('\0') {
+            return self.invalid_target();
+        }
         let program = fold_platform_separators(program);
-        let forms = [Form::new(vec![basename(&program).to_owned()])];
-        self.evaluate(ActionKind::ShellCommand, &forms, tool)
+        let exact = nfc(basename(&program));
+        let folded = fold_case(&exact);
+        self.evaluate(ActionKind::ShellCommand, &[&exact], &[&folded], tool)
     }
 
     fn invalid_target(&self) -> Verdict {
-        Verdict::without_rule(Effect::Deny, self.target_layer.clone(), Reason::InvalidTarget)
+        Verdict::without_rule(
+            Effect::Deny,
+            self.target_layer.clone(),
+            Reason::InvalidTarget,
+        )
     }
 
-    fn forms(&self, kind: ActionKind, target: &str) -> Result<Targets, InvalidTarget> {
-        if target.contains('\0') {
-            return Err(InvalidTarget("NUL byte in target"));
-        }
-        Ok(match kind {
-            ActionKind::FileRead | ActionKind::FileWrite => {
-                let path = normalize_path_lexically(target)?;
-                let base = basename(&path);
-                let candidates = if base.len() == path.len() {
-                    vec![path.to_string()]
-                } else {
-                    vec![path.to_string(), base.to_owned()]
-                };
-                Targets::Forms(vec![Form::new(candidates)])
-            }
-            ActionKind::Network => {
-                let t = normalize_network_target(target)?;
-                let mut candidates = vec![t.host.clone()];
-                candidates.extend(t.host_port());
-                Targets::Forms(vec![Form::new(candidates)])
-            }
-            ActionKind::ShellCommand => Targets::Shell(shell::parse_command_line(target)),
-            _ => Targets::Forms(vec![Form::new(vec![nfc(target).into_owned()])]),
-        })
-    }
-
-    fn evaluate(&self, kind: ActionKind, forms: &[Form], tool: Option<&str>) -> Verdict {
-        let mut verdict: Option<Verdict> = None;
-        for form in forms {
-            let v = self.evaluate_form(kind, form, tool);
-            verdict = Some(match verdict {
-                Some(prev) => prev.stricter(v),
-                None => v,
-            });
-        }
-        let mut verdict = verdict.unwrap_or_else(|| self.invalid_target());
+    /// The one evaluation: deny/ask rules on the folded candidates, then allow rules on the
+    /// exact ones, then the default; then every cap, the strictest verdict winning.
+    fn evaluate(
+        &self,
+        kind: ActionKind,
+        exact: &[&str],
+        folded: &[&str],
+        tool: Option<&str>,
+    ) -> Verdict {
+        let mut verdict = self.evaluate_own(kind, exact, folded, tool);
         for cap in &self.caps {
-            let capped = cap.policy.evaluate(kind, forms, tool);
+            let capped = cap.policy.evaluate(kind, exact, folded, tool);
             if capped.effect > verdict.effect {
                 verdict = Verdict {
                     layer: cap.name.clone(),
@@ -337,31 +334,37 @@ impl CompiledPolicy {
         verdict
     }
 
-    fn evaluate_form(&self, kind: ActionKind, form: &Form, tool: Option<&str>) -> Verdict {
+    fn evaluate_own(
+        &self,
+        kind: ActionKind,
+        exact: &[&str],
+        folded: &[&str],
+        tool: Option<&str>,
+    ) -> Verdict {
         let Some(rules) = self.kinds.get(kind.index()) else {
             return self.invalid_target();
         };
-        for (set, effect, reason) in [
-            (&rules.deny, Effect::Deny, Reason::DenyRule),
-            (&rules.ask, Effect::Ask, Reason::AskRule),
-            (&rules.allow, Effect::Allow, Reason::AllowRule),
-        ] {
-            let texts = if set.folded { &form.folded } else { &form.exact };
-            if set.entries.is_empty() {
-                continue;
-            }
-            let candidates: Vec<Candidate<'_>> = texts.iter().map(Candidate::new).collect();
-            if let Some(entry) = set.first_match(&candidates, tool) {
-                return Verdict {
-                    effect,
-                    rule: Some(entry.rule.clone()),
-                    layer: entry.layer.clone(),
-                    reason,
-                };
-            }
+        let hit = rules
+            .restrict
+            .strictest_match(folded, tool)
+            .or_else(|| rules.allow.strictest_match(exact, tool));
+        match hit {
+            Some(entry) => Verdict {
+                effect: entry.rule.effect,
+                rule: Some(entry.rule.clone()),
+                layer: entry.layer.clone(),
+                reason: match entry.rule.effect {
+                    Effect::Deny => Reason::DenyRule,
+                    Effect::Ask => Reason::AskRule,
+                    Effect::Allow => Reason::AllowRule,
+                },
+            },
+            None => Verdict::without_rule(
+                self.defaults[kind.index()],
+                self.defaults_layer.clone(),
+                Reason::Default,
+            ),
         }
-        let effect = self.defaults[kind.index()];
-        Verdict::without_rule(effect, self.defaults_layer.clone(), Reason::Default)
     }
 
     fn evaluate_shell(&self, parsed: &shell::ParsedCommandLine, tool: Option<&str>) -> Verdict {
@@ -391,11 +394,6 @@ impl CompiledPolicy {
     }
 }
 
-enum Targets {
-    Forms(Vec<Form>),
-    Shell(shell::ParsedCommandLine),
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -404,5 +402,18 @@ mod tests {
     fn compiled_policy_is_send_and_sync() {
         fn is<T: Send + Sync>() {}
         is::<CompiledPolicy>();
+    }
+
+    #[test]
+    fn a_bad_glob_names_its_layer_and_pattern() {
+        let err = Policy::new()
+            .layer("project")
+            .deny_read("src/[")
+            .compile()
+            .map(|_| ())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("project") && err.contains("src/["), "{err}");
     }
 }
