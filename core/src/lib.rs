@@ -4,8 +4,11 @@
 pub mod action;
 pub mod error;
 pub mod policy;
+pub mod probe;
 pub mod protocol;
+pub mod schema;
 pub mod shell;
+pub mod snapshot;
 pub mod verdict;
 
 pub use action::{Action, ActionKind, Effect};
