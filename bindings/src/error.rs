@@ -1,0 +1,115 @@
+//! The one public error enum of the facade. It keeps the core error's message and the fields a
+//! caller can act on (the failing field path and position of a policy file, a snapshot error's
+//! code); it never collapses failures into one generic error.
+
+use turngate::PolicyError;
+use turngate::snapshot::SnapshotError;
+
+/// Every failure a binding can see. Each variant names what was wrong in `message`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TurnGateError {
+    /// A policy did not parse or compile, or named an unknown kind, effect or mode.
+    #[error("{message}")]
+    Policy {
+        /// The full message, naming the bad input.
+        message: String,
+        /// For a parse error: the failing field path (`.` for the document).
+        path: Option<String>,
+        /// For a parse error: the 1-based line.
+        line: Option<u64>,
+        /// For a parse error: the 1-based column.
+        column: Option<u64>,
+    },
+    /// A snapshot could not be resolved, or refuses what was asked of it.
+    #[error("{message}")]
+    Snapshot {
+        /// A stable, machine-readable code (`invalid_path`, `cwd_outside_roots`,
+        /// `source_not_selectable`, `provider_native_on_native_shell`).
+        code: String,
+        /// The full message, naming the bad field.
+        message: String,
+    },
+    /// The durable store failed (open, append, replay).
+    #[error("{message}")]
+    Store {
+        /// The full message.
+        message: String,
+    },
+    /// A sandbox backend is required but unavailable on this platform.
+    #[error("{message}")]
+    SandboxUnavailable {
+        /// The full message, with the degradation reasons.
+        message: String,
+    },
+    /// An argument was malformed: JSON that is not the expected protocol object, an unknown
+    /// name. The message names the argument.
+    #[error("{message}")]
+    Invalid {
+        /// The full message.
+        message: String,
+    },
+}
+
+impl TurnGateError {
+    /// An [`TurnGateError::Invalid`] naming `what`.
+    pub fn invalid(what: &str, detail: impl std::fmt::Display) -> Self {
+        TurnGateError::Invalid {
+            message: format!("{what}: {detail}"),
+        }
+    }
+
+    /// The message, as every binding shows it.
+    pub fn message(&self) -> &str {
+        match self {
+            TurnGateError::Policy { message, .. }
+            | TurnGateError::Snapshot { message, .. }
+            | TurnGateError::Store { message }
+            | TurnGateError::SandboxUnavailable { message }
+            | TurnGateError::Invalid { message } => message,
+        }
+    }
+}
+
+impl From<PolicyError> for TurnGateError {
+    fn from(e: PolicyError) -> Self {
+        let message = e.to_string();
+        match e {
+            PolicyError::Parse {
+                path, line, column, ..
+            } => TurnGateError::Policy {
+                message,
+                path: Some(path),
+                line: line.map(|l| l as u64),
+                column: column.map(|c| c as u64),
+            },
+            _ => TurnGateError::Policy {
+                message,
+                path: None,
+                line: None,
+                column: None,
+            },
+        }
+    }
+}
+
+impl From<SnapshotError> for TurnGateError {
+    fn from(e: SnapshotError) -> Self {
+        let message = e.to_string();
+        let code = match e {
+            SnapshotError::Policy(p) => return p.into(),
+            SnapshotError::SandboxUnavailable { .. } => {
+                return TurnGateError::SandboxUnavailable { message };
+            }
+            SnapshotError::InvalidPath { .. } => "invalid_path",
+            SnapshotError::CwdOutsideRoots { .. } => "cwd_outside_roots",
+            SnapshotError::SourceNotSelectable(_) => "source_not_selectable",
+            SnapshotError::ProviderNativeOnNativeShell { .. } => "provider_native_on_native_shell",
+            _ => "snapshot",
+        };
+        TurnGateError::Snapshot {
+            code: code.to_owned(),
+            message,
+        }
+    }
+}

@@ -1,0 +1,15 @@
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
+
+mod error;
+pub mod policy;
+pub mod snapshot;
+
+pub use error::TurnGateError;
+pub use policy::{ActionRecord, PolicyHandle, RuleRecord, VerdictRecord, parse_effect, parse_kind};
+pub use turngate::{ActionKind, Effect};
+
+/// The version of the turngate core this facade wraps.
+pub fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
