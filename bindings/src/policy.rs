@@ -91,6 +91,12 @@ impl PolicyHandle {
         }))
     }
 
+    /// An empty policy: no rules, no opinion on any kind (a standalone policy asks), network
+    /// denied.
+    pub fn empty() -> Result<Arc<Self>, TurnGateError> {
+        Self::new(Policy::new())
+    }
+
     /// Parse a policy file's JSON text. `origin` (a file name) is quoted in errors.
     pub fn from_json(text: &str, origin: Option<&str>) -> Result<Arc<Self>, TurnGateError> {
         Self::new(Policy::from_json_str(text, origin)?)

@@ -1,0 +1,80 @@
+"""turngate: the permission and sandboxing core for AI agents.
+
+Every side-effecting tool call of an agent turn is checked against a compiled
+:class:`Policy` before it runs: the answer is ``"allow"``, ``"ask"`` or
+``"deny"``. The rules live in the Rust core; this package is a thin, typed
+wrapper over it.
+
+>>> import turngate
+>>> policy = turngate.Policy.default()
+>>> policy.check("file_read", "config/.env")
+'deny'
+>>> policy.explain("file_read", "config/.env").layer
+'builtin-secrets'
+
+Protocol objects (selections, contexts, snapshots, caps) are plain dicts in the
+JSON shape of the schemas in ``schema_names()``; they round-trip with ``json``.
+"""
+
+from ._turngate import (
+    InvalidInput,
+    Policy,
+    PolicyError,
+    Rule,
+    SandboxUnavailable,
+    SnapshotError,
+    StoreError,
+    TurnGateError,
+    Verdict,
+    cap_from_parent,
+    ensure_native_shell_allowed,
+    intersect,
+    map_cli_runtime,
+    probe_platform,
+    render_permissions_section,
+    resolve,
+    schema,
+    schema_names,
+    version,
+)
+
+__version__: str = version()
+
+ACTION_KINDS: tuple[str, ...] = (
+    "file_read",
+    "file_write",
+    "shell_command",
+    "network",
+    "mcp_read",
+    "mcp_write_or_unknown",
+    "dynamic_skill_tool",
+    "computer_use",
+    "task_subagent",
+    "internal",
+    "unknown",
+)
+"""The action kinds' wire names, in the core's order."""
+
+__all__ = [
+    "ACTION_KINDS",
+    "InvalidInput",
+    "Policy",
+    "PolicyError",
+    "Rule",
+    "SandboxUnavailable",
+    "SnapshotError",
+    "StoreError",
+    "TurnGateError",
+    "Verdict",
+    "__version__",
+    "cap_from_parent",
+    "ensure_native_shell_allowed",
+    "intersect",
+    "map_cli_runtime",
+    "probe_platform",
+    "render_permissions_section",
+    "resolve",
+    "schema",
+    "schema_names",
+    "version",
+]
