@@ -97,7 +97,21 @@ impl From<SnapshotError> for TurnGateError {
     fn from(e: SnapshotError) -> Self {
         let message = e.to_string();
         let code = match e {
-            SnapshotError::Policy(p) => return p.into(),
+            // A policy error inside a snapshot keeps the snapshot's message, which names the
+            // selection field (`selection.policy: ...`).
+            SnapshotError::Policy(p) => {
+                return match TurnGateError::from(p) {
+                    TurnGateError::Policy {
+                        path, line, column, ..
+                    } => TurnGateError::Policy {
+                        message,
+                        path,
+                        line,
+                        column,
+                    },
+                    other => other,
+                };
+            }
             SnapshotError::SandboxUnavailable { .. } => {
                 return TurnGateError::SandboxUnavailable { message };
             }

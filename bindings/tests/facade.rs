@@ -112,3 +112,17 @@ fn snapshot_functions_take_and_return_protocol_json() {
             .contains("Nope")
     );
 }
+
+#[test]
+fn a_bad_policy_in_a_selection_is_a_policy_error_naming_the_field() {
+    let context = json!({
+        "workspace_root": "/tmp",
+        "execution_backend": "native",
+        "platform": snapshot::probe_platform().unwrap(),
+    });
+    let selection = json!({"mode": "supervised", "policy": {"layers": [{"name": "p", "rules": [
+        {"kind": "file_read", "effect": "deny", "pattern": "a[b"}]}]}});
+    let err = snapshot::resolve(Some(selection), context, None).unwrap_err();
+    assert!(matches!(err, TurnGateError::Policy { .. }), "{err:?}");
+    assert!(err.message().contains("selection.policy"), "{err}");
+}

@@ -383,10 +383,7 @@ impl PyPolicy {
 
     /// Compose a peer: layers concatenated, the stricter default per kind wins.
     fn merge(&self, py: Python<'_>, other: &Bound<'_, PyPolicy>) -> PyResult<Self> {
-        self.handle
-            .merge(&other.get().handle)
-            .map(wrap)
-            .py_err(py)
+        self.handle.merge(&other.get().handle).map(wrap).py_err(py)
     }
 
     /// Add `cap` as a cap: the result is at least as strict as both.
@@ -578,11 +575,7 @@ fn render_permissions_section(
 /// How a CLI runtime (`"codex"`, `"claude"`) is driven in a permission mode
 /// (a `CliRuntimeMapping` dict).
 #[pyfunction]
-fn map_cli_runtime<'py>(
-    py: Python<'py>,
-    runtime: &str,
-    mode: &str,
-) -> PyResult<Bound<'py, PyAny>> {
+fn map_cli_runtime<'py>(py: Python<'py>, runtime: &str, mode: &str) -> PyResult<Bound<'py, PyAny>> {
     let out = snapshot::map_cli_runtime(runtime, mode).py_err(py)?;
     to_py(py, &out)
 }
