@@ -115,11 +115,12 @@ fn resolve_turn(
         Some(file) => Some(Policy::from_path(file)?),
         None => None,
     };
-    let selection = (mode.is_some() || policy.is_some()).then(|| TurnPermissionProfileSelection {
-        mode,
-        source: Some(TurnPermissionProfileSource::Composer),
-        policy,
-    });
+    let selection =
+        (mode.is_some() || policy.is_some()).then_some(TurnPermissionProfileSelection {
+            mode,
+            source: Some(TurnPermissionProfileSource::Composer),
+            policy,
+        });
     let mut context = ResolveContext::new(
         workspace_root(profile.workspace.as_deref())?,
         turngate::probe::probe_platform(),
