@@ -5,6 +5,7 @@ pub mod action;
 pub mod error;
 pub mod policy;
 pub mod protocol;
+pub mod sandbox;
 pub mod shell;
 pub mod verdict;
 
