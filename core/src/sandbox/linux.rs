@@ -121,9 +121,7 @@ impl SandboxBackend for LinuxNonoBackend {
             } else {
                 FsCapability::new_file(&grant.path, mode)
             }
-            .map_err(|e| {
-                SandboxError::Prepare(format!("grant {}: {e}", grant.path.display()))
-            })?;
+            .map_err(|e| SandboxError::Prepare(format!("grant {}: {e}", grant.path.display())))?;
             caps.add_fs(cap);
         }
 

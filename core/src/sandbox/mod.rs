@@ -142,6 +142,7 @@ impl PreparedSandbox {
 #[derive(Debug, Default, Clone, Copy)]
 struct NoBackend;
 
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 impl SandboxBackend for NoBackend {
     fn kind(&self) -> SandboxBackendKind {
         SandboxBackendKind::None

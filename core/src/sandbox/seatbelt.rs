@@ -64,7 +64,15 @@ pub fn seatbelt_profile(spec: &SandboxSpec) -> Result<String, SandboxError> {
     );
     if spec.system_roots {
         // macOS system locations a program needs to start.
-        for dir in ["/System", "/Library", "/usr", "/bin", "/sbin", "/private/etc", "/etc"] {
+        for dir in [
+            "/System",
+            "/Library",
+            "/usr",
+            "/bin",
+            "/sbin",
+            "/private/etc",
+            "/etc",
+        ] {
             p.push_str(&format!(
                 "(allow file-read* (subpath {}))\n",
                 sbpl_string(Path::new(dir))?
@@ -92,7 +100,9 @@ pub fn seatbelt_profile(spec: &SandboxSpec) -> Result<String, SandboxError> {
         NetPlan::BlockAll => {}
         NetPlan::TcpConnect(ports) => {
             for port in ports {
-                p.push_str(&format!("(allow network-outbound (remote tcp \"*:{port}\"))\n"));
+                p.push_str(&format!(
+                    "(allow network-outbound (remote tcp \"*:{port}\"))\n"
+                ));
             }
         }
     }
@@ -192,7 +202,9 @@ impl SandboxBackend for SeatbeltBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{BackendRequirement, NetworkMode, SandboxMode, TurnNetworkPolicySnapshot};
+    use crate::protocol::{
+        BackendRequirement, NetworkMode, SandboxMode, TurnNetworkPolicySnapshot,
+    };
     use crate::sandbox::spec::{FsGrant, TmpSpec};
 
     fn spec(mode: NetworkMode, ports: Vec<u16>) -> SandboxSpec {

@@ -39,6 +39,14 @@ pub const SYSTEM_READ_ETC: &[&str] = &[
     "/etc/ssl",
     "/etc/ca-certificates",
     "/etc/mime.types",
+    // Debian's python3 links sitecustomize.py here.
+    "/etc/python3",
+    "/etc/python3.9",
+    "/etc/python3.10",
+    "/etc/python3.11",
+    "/etc/python3.12",
+    "/etc/python3.13",
+    "/etc/python3.14",
 ];
 
 /// Device files readable and writable by every sandboxed program.
