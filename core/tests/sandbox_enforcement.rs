@@ -2,6 +2,7 @@
 //! kernel refused (EACCES from Landlock, EPERM from the seccomp socket filter), not just that
 //! "something failed". If Landlock is unavailable these tests fail loudly: they never pass
 //! without a sandbox.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic
 #![cfg(target_os = "linux")]
 
 use std::io::{Read, Write};

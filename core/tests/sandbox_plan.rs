@@ -1,5 +1,6 @@
 //! The Linux plan as a pure function of the spec and the Landlock ABI: which network shape is
 //! asked for and which degradations are reported, for every ABI from V1 to V9.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic
 
 use turngate::protocol::{
     BackendRequirement, FsAccess, NetworkMode, SandboxBackendKind, SandboxMode,
@@ -57,7 +58,11 @@ fn tcp_ports_need_abi_4_and_otherwise_fail_closed() {
     for abi in 4..=9 {
         let p = plan(&spec(NetworkMode::Disabled, vec![443, 80, 443, 0]), abi);
         assert_eq!(p.net, NetPlan::TcpConnect(vec![80, 443]), "ABI {abi}");
-        assert!(p.degradations.iter().any(|d| d.reason.contains("port only")));
+        assert!(
+            p.degradations
+                .iter()
+                .any(|d| d.reason.contains("port only"))
+        );
     }
 }
 
@@ -94,7 +99,11 @@ fn old_abis_report_filesystem_gaps() {
 fn restricted_without_ports_blocks_and_says_why() {
     let p = plan(&spec(NetworkMode::Restricted, vec![]), 7);
     assert_eq!(p.net, NetPlan::BlockAll);
-    assert!(p.narrowings.iter().any(|n| n.reason.contains("filtering proxy")));
+    assert!(
+        p.narrowings
+            .iter()
+            .any(|n| n.reason.contains("filtering proxy"))
+    );
 }
 
 #[test]
@@ -103,7 +112,11 @@ fn enabled_network_is_not_confined_and_says_what_the_kernel_cannot_do() {
     s.network.denied_domains = vec!["evil.example".into()];
     let p = plan(&s, 7);
     assert_eq!(p.net, NetPlan::AllowAll);
-    assert!(p.degradations.iter().any(|d| d.reason.contains("denied domains")));
+    assert!(
+        p.degradations
+            .iter()
+            .any(|d| d.reason.contains("denied domains"))
+    );
 }
 
 #[test]
@@ -112,5 +125,9 @@ fn denying_unix_sockets_is_reported_as_not_enforced() {
     s.network.allow_unix_sockets = false;
     let p = plan(&s, 7);
     assert!(!p.allow_abstract_unix);
-    assert!(p.degradations.iter().any(|d| d.reason.contains("Unix socket")));
+    assert!(
+        p.degradations
+            .iter()
+            .any(|d| d.reason.contains("Unix socket"))
+    );
 }

@@ -200,6 +200,7 @@ impl SandboxBackend for SeatbeltBackend {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::protocol::{
