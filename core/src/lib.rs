@@ -6,6 +6,7 @@ pub mod error;
 pub mod policy;
 pub mod probe;
 pub mod protocol;
+pub mod sandbox;
 pub mod schema;
 pub mod shell;
 pub mod snapshot;
