@@ -2,9 +2,12 @@
 #![warn(missing_docs)]
 
 pub mod action;
+pub mod approval;
+pub mod audit;
 pub mod error;
 pub mod policy;
 pub mod protocol;
+pub mod reduce;
 pub mod shell;
 pub mod verdict;
 

@@ -74,6 +74,10 @@ impl Verdict {
 
     /// The stricter of two verdicts; on a tie, `self` (the earlier one) is kept.
     pub fn stricter(self, other: Verdict) -> Verdict {
-        if other.effect > self.effect { other } else { self }
+        if other.effect > self.effect {
+            other
+        } else {
+            self
+        }
     }
 }

@@ -56,9 +56,7 @@ fn is_assignment(word: &str) -> bool {
     match word.split_once('=') {
         Some((name, _)) => {
             !name.is_empty()
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
                 && !name.as_bytes()[0].is_ascii_digit()
         }
         None => false,
