@@ -63,7 +63,12 @@ async fn unknown_ids_and_unoffered_resolutions_are_clear_errors() {
     assert!(err.to_string().contains("allow_for_turn"), "{err}");
     assert!(err.to_string().contains(&id), "{err}");
     // cancelled/expired are always possible.
-    assert!(broker.respond(&id, ApprovalResolution::Cancelled).unwrap().applied);
+    assert!(
+        broker
+            .respond(&id, ApprovalResolution::Cancelled)
+            .unwrap()
+            .applied
+    );
     // The same id cannot be opened twice.
     assert_eq!(
         broker.open(request, action, None).unwrap_err(),
@@ -81,9 +86,18 @@ async fn allow_for_turn_covers_the_same_scope_only_and_only_in_that_turn() {
     broker
         .respond(&id, ApprovalResolution::AllowForTurn)
         .unwrap();
-    assert_eq!(first.wait().await.resolution, ApprovalResolution::AllowForTurn);
-    assert!(matches!(stream.try_recv(), Some(ApprovalNotification::Requested(_))));
-    assert!(matches!(stream.try_recv(), Some(ApprovalNotification::Resolved(_))));
+    assert_eq!(
+        first.wait().await.resolution,
+        ApprovalResolution::AllowForTurn
+    );
+    assert!(matches!(
+        stream.try_recv(),
+        Some(ApprovalNotification::Requested(_))
+    ));
+    assert!(matches!(
+        stream.try_recv(),
+        Some(ApprovalNotification::Resolved(_))
+    ));
 
     // The same scope, spelled differently, settles at once without a prompt.
     let again = write("./src//a.rs");
@@ -92,18 +106,28 @@ async fn allow_for_turn_covers_the_same_scope_only_and_only_in_that_turn() {
     let outcome = cached.wait().await;
     assert_eq!(outcome.resolution, ApprovalResolution::AllowForTurn);
     assert_eq!(outcome.source, ResolutionSource::CachedGrant);
-    assert!(stream.try_recv().is_none(), "a cached grant publishes no prompt");
+    assert!(
+        stream.try_recv().is_none(),
+        "a cached grant publishes no prompt"
+    );
 
     // Another file, or the same file in another turn, still asks.
     let b = write("src/b.rs");
     assert!(!broker.open(req("t1", &b), b, None).unwrap().is_settled());
-    assert!(!broker.open(req("t2", &a), a.clone(), None).unwrap().is_settled());
+    assert!(
+        !broker
+            .open(req("t2", &a), a.clone(), None)
+            .unwrap()
+            .is_settled()
+    );
     // Another tool is another scope.
     let other_tool = Action::new(ActionKind::FileWrite, "src/a.rs").with_tool("patch");
-    assert!(!broker
-        .open(req("t1", &other_tool), other_tool, None)
-        .unwrap()
-        .is_settled());
+    assert!(
+        !broker
+            .open(req("t1", &other_tool), other_tool, None)
+            .unwrap()
+            .is_settled()
+    );
 
     // Ending the turn drops its grants.
     broker.end_turn("t1");
@@ -199,14 +223,20 @@ async fn streams_end_cleanly_on_close_and_on_drop() {
     let pending = broker.open(req("t1", &action), action, None).unwrap();
     broker.close();
     for s in [&mut s1, &mut s2] {
-        assert!(matches!(s.recv().await, Some(ApprovalNotification::Requested(_))));
+        assert!(matches!(
+            s.recv().await,
+            Some(ApprovalNotification::Requested(_))
+        ));
         assert!(matches!(
             s.recv().await,
             Some(ApprovalNotification::Resolved(o)) if o.source == ResolutionSource::BrokerClosed
         ));
         assert!(s.recv().await.is_none(), "the stream ends after close");
     }
-    assert_eq!(pending.wait().await.resolution, ApprovalResolution::Cancelled);
+    assert_eq!(
+        pending.wait().await.resolution,
+        ApprovalResolution::Cancelled
+    );
     let a2 = write("b");
     assert_eq!(
         broker.open(req("t1", &a2), a2, None).unwrap_err(),
@@ -218,8 +248,14 @@ async fn streams_end_cleanly_on_close_and_on_drop() {
     let action = write("a");
     let pending = broker.open(req("t1", &action), action, None).unwrap();
     drop(broker);
-    assert!(matches!(s3.recv().await, Some(ApprovalNotification::Requested(_))));
-    assert!(s3.recv().await.is_none(), "the stream ends when the broker is dropped");
+    assert!(matches!(
+        s3.recv().await,
+        Some(ApprovalNotification::Requested(_))
+    ));
+    assert!(
+        s3.recv().await.is_none(),
+        "the stream ends when the broker is dropped"
+    );
     let o = pending.wait().await;
     assert_eq!(o.resolution, ApprovalResolution::Cancelled);
     assert_eq!(o.source, ResolutionSource::BrokerClosed);
@@ -279,10 +315,16 @@ async fn a_thousand_requests_with_racing_responders_resolve_exactly_once() {
         assert_eq!(*prev, r.outcome);
     }
     assert_eq!(applied.len(), N);
-    assert!(applied.values().all(|&n| n == 1), "each resolved exactly once");
+    assert!(
+        applied.values().all(|&n| n == 1),
+        "each resolved exactly once"
+    );
     for w in waiters {
         let o = w.await.unwrap();
-        assert_eq!(recorded[&o.request_id], o, "the waiter wakes with the recorded outcome");
+        assert_eq!(
+            recorded[&o.request_id], o,
+            "the waiter wakes with the recorded outcome"
+        );
     }
 
     broker.close();
@@ -294,7 +336,10 @@ async fn a_thousand_requests_with_racing_responders_resolve_exactly_once() {
         let fresh = match n {
             ApprovalNotification::Requested(r) => requested.insert(r.id.clone()),
             ApprovalNotification::Resolved(o) => {
-                assert!(requested.contains(&o.request_id), "requested precedes resolved");
+                assert!(
+                    requested.contains(&o.request_id),
+                    "requested precedes resolved"
+                );
                 assert_eq!(recorded[&o.request_id], *o);
                 resolved.insert(o.request_id.clone())
             }

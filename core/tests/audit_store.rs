@@ -120,9 +120,13 @@ fn a_store_from_a_newer_schema_is_refused_and_left_untouched() {
     let msg = err.to_string();
     assert!(msg.contains("future.db") && msg.contains("99"), "{msg}");
     let conn = rusqlite::Connection::open(&path).unwrap();
-    let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    let v: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(v, 99);
-    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(mode, "delete", "the refused file was not switched to WAL");
 }
 
@@ -158,7 +162,9 @@ fn an_older_schema_is_migrated_and_keeps_its_events() {
     store.save_pending(&request, &action).unwrap();
     drop(store);
     let conn = rusqlite::Connection::open(&path).unwrap();
-    let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    let v: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(v, SCHEMA_VERSION);
 }
 
@@ -256,7 +262,12 @@ fn every_event_reported_as_recorded_survives_sigkill() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("killed.db");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_appender", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_appender",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, &path)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -266,7 +277,7 @@ fn every_event_reported_as_recorded_survives_sigkill() {
     let mut reported: Vec<(u64, String)> = Vec::new();
     while reported.len() < 300 {
         let line = lines.next().expect("child ended early").unwrap();
-        if let Some(rest) = line.strip_prefix("recorded ") {
+        if let Some((_, rest)) = line.split_once("recorded ") {
             let (seq, item) = rest.split_once(' ').unwrap();
             reported.push((seq.parse().unwrap(), item.to_owned()));
         }
@@ -276,7 +287,7 @@ fn every_event_reported_as_recorded_survives_sigkill() {
     // Lines the child wrote before it died were reported too.
     for line in lines {
         let line = line.unwrap();
-        if let Some(rest) = line.strip_prefix("recorded ") {
+        if let Some((_, rest)) = line.split_once("recorded ") {
             let (seq, item) = rest.split_once(' ').unwrap();
             reported.push((seq.parse().unwrap(), item.to_owned()));
         }
@@ -291,7 +302,10 @@ fn every_event_reported_as_recorded_survives_sigkill() {
 
     let store = SqliteAuditStore::open(&path).unwrap();
     let replay = store.replay("killed").unwrap();
-    assert!(replay.windows(2).all(|w| w[0].seq + 1 == w[1].seq), "no gaps");
+    assert!(
+        replay.windows(2).all(|w| w[0].seq + 1 == w[1].seq),
+        "no gaps"
+    );
     for (seq, item) in &reported {
         let e = replay
             .iter()
