@@ -1,6 +1,8 @@
 //! Approvers and the policy re-check: built-ins, modified actions, remembered rules, deferral
 //! across processes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests assert by unwrapping
+
 use std::io::{BufRead, BufReader, Cursor, Write};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};

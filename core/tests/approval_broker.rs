@@ -1,6 +1,8 @@
 //! The approval broker: idempotent resolution, grants, policy re-check, expiry, cancellation,
 //! notification streams, and 1,000 racing responders.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests assert by unwrapping
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,8 @@
 //! The durable SQLite audit store: seq assignment, replay, group commit under concurrency,
 //! schema versions, deferred approvals, and survival of SIGKILL (a real child process).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests assert by unwrapping
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::Arc;

@@ -1,6 +1,8 @@
 //! Runs every vector of the `reducer*.json` and `scope_hash*.json` conformance suites (see
 //! `tests/conformance/README.md`). Bindings run the same files.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests assert by unwrapping
+
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
