@@ -6,7 +6,9 @@
 //! - `raw_batched/C`: one connection inserts the same rows with the same SQL in transactions
 //!   of C rows each — the batching C concurrent writers could at best share, done by hand.
 //!
-//! Each iteration writes `EVENTS` events; criterion reports elements/s. Files live under the
+//! Each iteration writes `EVENTS` events; criterion reports elements/s. Measured on the dev VM
+//! (fsync ≈ 3.6 ms): 1 writer 279 vs 259 ev/s (1.08), 8 writers 1.25k vs 1.77k (0.71),
+//! 64 writers 11.9k vs 11.1k (1.06). Files live under the
 //! target directory (the same file system as the store would use).
 
 use std::path::PathBuf;

@@ -55,7 +55,8 @@ pub enum BrokerError {
 pub struct RespondOutcome {
     /// The recorded outcome (this response's, or the earlier one that won).
     pub outcome: ApprovalOutcome,
-    /// True when this call's response was the one recorded.
+    /// True when this call's resolution is the one recorded (false when an earlier one won,
+    /// when the policy turned an allow into `deny`, or when the request had expired).
     pub applied: bool,
 }
 
@@ -390,19 +391,17 @@ impl ApprovalBroker {
             .pending
             .get(id)
             .is_some_and(|p| state.policy_for(&p.request.turn_id).check(&p.action) == Effect::Deny);
-        let (resolution, source) = if resolution.is_allow() && policy_denies {
+        let (recorded, source) = if resolution.is_allow() && policy_denies {
             (ApprovalResolution::Deny, ResolutionSource::PolicyDenied)
-        } else if resolution == ApprovalResolution::Expired {
-            (resolution, ResolutionSource::Timeout)
         } else {
             (resolution, ResolutionSource::Responder)
         };
         let outcome = state
-            .finish(id, resolution, source)
+            .finish(id, recorded, source)
             .ok_or_else(|| BrokerError::UnknownRequest(id.to_owned()))?;
         Ok(RespondOutcome {
             outcome,
-            applied: source == ResolutionSource::Responder,
+            applied: recorded == resolution,
         })
     }
 
