@@ -451,7 +451,7 @@ impl ApprovalBroker {
         self.lock().resolved.get(id).cloned()
     }
 
-    /// The requests still waiting, oldest first is not guaranteed.
+    /// The requests still waiting, in no particular order.
     pub fn pending_requests(&self) -> Vec<TurnPermissionApprovalRequest> {
         self.lock()
             .pending
