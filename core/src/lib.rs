@@ -2,10 +2,14 @@
 #![warn(missing_docs)]
 
 pub mod action;
+pub mod approval;
+pub mod audit;
 pub mod error;
 pub mod policy;
 pub mod probe;
 pub mod protocol;
+pub mod reduce;
+pub mod sandbox;
 pub mod schema;
 pub mod shell;
 pub mod snapshot;

@@ -1,0 +1,98 @@
+//! Approval round trip in-process: open a request, respond, the waiter wakes (§9: ≤ 50 µs).
+//!
+//! `same_task`: open, respond and wait on one task (the broker's own cost).
+//! `client_task`: a client task follows the notification stream and responds; the opener
+//! awaits the outcome on another worker thread (the cost a UI round trip adds in-process).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use turngate::approval::{
+    ApprovalBroker, ApprovalNotification, ApprovalResolution, TurnPermissionApprovalRequest,
+};
+use turngate::{Action, ActionKind, Effect, Policy, Reason};
+
+fn broker() -> ApprovalBroker {
+    let policy = Policy::new()
+        .with_default(ActionKind::FileWrite, Effect::Ask)
+        .compile()
+        .unwrap_or_else(|e| panic!("{e}"));
+    ApprovalBroker::new(Arc::new(policy))
+}
+
+fn request(action: &Action) -> TurnPermissionApprovalRequest {
+    TurnPermissionApprovalRequest::for_action("bench", action, Reason::Default, None)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn round_trip(c: &mut Criterion) {
+    let action = Action::new(ActionKind::FileWrite, "src/a.rs").with_tool("edit");
+    let mut group = c.benchmark_group("approval_round_trip");
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let b = broker();
+    group.bench_function("same_task", |bench| {
+        bench.iter_custom(|iters| {
+            rt.block_on(async {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let req = request(&action);
+                    let start = Instant::now();
+                    let pending = b
+                        .open(req, action.clone(), None)
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    let id = pending.request().id.clone();
+                    b.respond(&id, ApprovalResolution::AllowOnce)
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    let outcome = pending.wait().await;
+                    total += start.elapsed();
+                    assert!(outcome.resolution.is_allow());
+                }
+                b.end_turn("bench");
+                total
+            })
+        })
+    });
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    group.bench_function("client_task", |bench| {
+        bench.iter_custom(|iters| {
+            rt.block_on(async {
+                let b = broker();
+                let mut stream = b.subscribe();
+                let client_broker = b.clone();
+                let client = tokio::spawn(async move {
+                    while let Some(n) = stream.recv().await {
+                        if let ApprovalNotification::Requested(r) = n {
+                            let _ = client_broker.respond(&r.id, ApprovalResolution::AllowOnce);
+                        }
+                    }
+                });
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let req = request(&action);
+                    let start = Instant::now();
+                    let outcome = b
+                        .request(req, action.clone(), None)
+                        .await
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    total += start.elapsed();
+                    assert!(outcome.resolution.is_allow());
+                }
+                b.close();
+                let _ = client.await;
+                total
+            })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, round_trip);
+criterion_main!(benches);

@@ -1,0 +1,309 @@
+//! The durable audit log: every permission decision of a turn, in order, and the approvals
+//! still waiting for a person.
+//!
+//! This module records and replays; it never decides. [`AuditStore`] is the seam a shared
+//! server database can fill later; [`SqliteAuditStore`] is the embedded store (WAL,
+//! `synchronous=FULL`, group commit: an append returns only once its batch is committed, so an
+//! event reported as recorded survives a kill).
+
+mod sqlite;
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::action::{Action, ActionKind};
+use crate::approval::{ApprovalResolution, TurnPermissionApprovalRequest};
+use crate::policy::PermissionMode;
+
+pub use sqlite::{SCHEMA_VERSION, SqliteAuditStore};
+
+/// Where a turn's permission profile came from.
+///
+/// Defined here for the audit rows; the snapshot module carries the same wire names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileSource {
+    /// Picked in the composer by the person.
+    Composer,
+    /// No profile was picked; the default applied.
+    Defaulted,
+    /// Inherited from the parent turn.
+    InheritedFromParentTurn,
+    /// Narrowed by a task's permission cap.
+    TaskPermissionCap,
+    /// Set by the system.
+    System,
+}
+
+impl ProfileSource {
+    /// The snake_case wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ProfileSource::Composer => "composer",
+            ProfileSource::Defaulted => "defaulted",
+            ProfileSource::InheritedFromParentTurn => "inherited_from_parent_turn",
+            ProfileSource::TaskPermissionCap => "task_permission_cap",
+            ProfileSource::System => "system",
+        }
+    }
+}
+
+/// What an audit event records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditEventKind {
+    /// A turn's effective permission profile was materialized and persisted.
+    ProfileSelected,
+    /// A tool action was allowed by policy or by a cached approval.
+    DecisionAllowed,
+    /// A tool action was denied by policy.
+    DecisionDenied,
+    /// A tool action required a person's approval.
+    ApprovalRequested,
+    /// A resolution was applied to an approval request.
+    ApprovalResolved,
+}
+
+impl AuditEventKind {
+    /// The snake_case wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AuditEventKind::ProfileSelected => "profile_selected",
+            AuditEventKind::DecisionAllowed => "decision_allowed",
+            AuditEventKind::DecisionDenied => "decision_denied",
+            AuditEventKind::ApprovalRequested => "approval_requested",
+            AuditEventKind::ApprovalResolved => "approval_resolved",
+        }
+    }
+}
+
+impl fmt::Display for AuditEventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The decision an audit event records: a policy effect, or an approval resolution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditDecision {
+    /// Allowed (policy or cached approval).
+    Allow,
+    /// Needs approval.
+    Ask,
+    /// Denied (policy, or a `deny` resolution).
+    Deny,
+    /// Resolved `allow_once`.
+    AllowOnce,
+    /// Resolved `allow_for_turn`.
+    AllowForTurn,
+    /// Resolved `cancelled`.
+    Cancelled,
+    /// Resolved `expired`.
+    Expired,
+}
+
+impl AuditDecision {
+    /// The snake_case wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AuditDecision::Allow => "allow",
+            AuditDecision::Ask => "ask",
+            AuditDecision::Deny => "deny",
+            AuditDecision::AllowOnce => "allow_once",
+            AuditDecision::AllowForTurn => "allow_for_turn",
+            AuditDecision::Cancelled => "cancelled",
+            AuditDecision::Expired => "expired",
+        }
+    }
+}
+
+impl From<ApprovalResolution> for AuditDecision {
+    fn from(r: ApprovalResolution) -> Self {
+        match r {
+            ApprovalResolution::AllowOnce => AuditDecision::AllowOnce,
+            ApprovalResolution::AllowForTurn => AuditDecision::AllowForTurn,
+            ApprovalResolution::Deny => AuditDecision::Deny,
+            ApprovalResolution::Cancelled => AuditDecision::Cancelled,
+            ApprovalResolution::Expired => AuditDecision::Expired,
+        }
+    }
+}
+
+/// One durable audit row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TurnPermissionAuditEvent {
+    /// The turn.
+    pub turn_id: String,
+    /// Position in the turn, from 1. Assigned by the store on append (the value passed in is
+    /// ignored).
+    pub seq: u64,
+    /// What happened.
+    pub kind: AuditEventKind,
+    /// The turn's permission mode.
+    pub profile_mode: PermissionMode,
+    /// Where the turn's profile came from.
+    pub profile_source: ProfileSource,
+    /// The turn item, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<String>,
+    /// The tool call, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_id: Option<String>,
+    /// The action kind (absent for `profile_selected`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_kind: Option<ActionKind>,
+    /// The approval request id, for approval events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_key: Option<String>,
+    /// The decision (absent for `profile_selected`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<AuditDecision>,
+    /// Why, machine-readable (a verdict reason such as `deny_rule`, or a resolution source
+    /// such as `responder`, `policy_denied`, `cached_grant`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// True when an earlier `allow_for_turn` grant let the action through without a prompt.
+    #[serde(default)]
+    pub cached_approval_used: bool,
+}
+
+impl TurnPermissionAuditEvent {
+    /// An event of `kind` for `turn_id` with every optional field empty and `seq` 0 (the store
+    /// assigns it).
+    pub fn new(
+        turn_id: impl Into<String>,
+        kind: AuditEventKind,
+        profile_mode: PermissionMode,
+        profile_source: ProfileSource,
+    ) -> Self {
+        TurnPermissionAuditEvent {
+            turn_id: turn_id.into(),
+            seq: 0,
+            kind,
+            profile_mode,
+            profile_source,
+            item_id: None,
+            tool_id: None,
+            action_kind: None,
+            request_key: None,
+            decision: None,
+            reason: None,
+            cached_approval_used: false,
+        }
+    }
+
+    /// The JSON Schema of this type.
+    pub fn json_schema() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(TurnPermissionAuditEvent)).unwrap_or_default()
+    }
+}
+
+/// A request waiting for a decision, persisted with exactly what the person was shown and the
+/// action that will run when it is approved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StoredApproval {
+    /// The request as shown.
+    pub request: TurnPermissionApprovalRequest,
+    /// The action that runs if it is approved.
+    pub action: Action,
+    /// The recorded resolution, once there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<StoredResolution>,
+}
+
+/// A resolution recorded for a stored approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StoredResolution {
+    /// The resolution applied.
+    pub resolution: ApprovalResolution,
+    /// Why, machine-readable (`responder`, `policy_denied`, ...).
+    pub reason: String,
+}
+
+/// An audit store operation failed. Each variant says which input or file was at fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuditError {
+    /// The database could not be opened, read or written.
+    #[error("audit store {path}: {source}")]
+    Sqlite {
+        /// The store's file.
+        path: String,
+        /// The SQLite error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The store was written by a newer turngate (schema `found`; this build knows up to
+    /// `supported`). It is left untouched.
+    #[error(
+        "audit store {path} has schema version {found}, newer than this build supports ({supported}); upgrade turngate to open it"
+    )]
+    SchemaTooNew {
+        /// The store's file.
+        path: String,
+        /// The version found in the file.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
+    /// A stored row could not be decoded (`what` names the column).
+    #[error("audit store {path}: corrupt {what}: {message}")]
+    Corrupt {
+        /// The store's file.
+        path: String,
+        /// The row or column.
+        what: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// No approval with this request id is stored.
+    #[error("no stored approval request `{0}`")]
+    UnknownRequest(String),
+    /// An approval with this request id is already stored.
+    #[error("approval request `{0}` is already stored")]
+    DuplicateRequest(String),
+    /// The store's writer has stopped (the store was closed or its thread failed).
+    #[error("audit store {0}: the writer has stopped")]
+    WriterStopped(String),
+}
+
+/// Durable storage for audit events and deferred approvals. Object-safe; an embedded SQLite
+/// file ([`SqliteAuditStore`]) or a shared server database can implement it.
+///
+/// Every method blocks until its write is durable; call it from a blocking context (or
+/// `spawn_blocking`) in an async host.
+pub trait AuditStore: Send + Sync + fmt::Debug {
+    /// Append `event`, assigning the next `seq` of its turn. Returns the assigned seq once the
+    /// event is durable.
+    fn append(&self, event: TurnPermissionAuditEvent) -> Result<u64, AuditError>;
+
+    /// The events of `turn_id`, in seq order.
+    fn replay(&self, turn_id: &str) -> Result<Vec<TurnPermissionAuditEvent>, AuditError>;
+
+    /// Persist a pending approval with exactly the request shown and the action it covers.
+    fn save_pending(
+        &self,
+        request: &TurnPermissionApprovalRequest,
+        action: &Action,
+    ) -> Result<(), AuditError>;
+
+    /// The stored approval `request_id`, resolved or not.
+    fn approval(&self, request_id: &str) -> Result<Option<StoredApproval>, AuditError>;
+
+    /// Every stored approval without a resolution, oldest first.
+    fn pending_approvals(&self) -> Result<Vec<StoredApproval>, AuditError>;
+
+    /// Record a resolution for `request_id`. The first one wins: returns the resolution that
+    /// is recorded (this one, or the earlier one) and whether this call recorded it.
+    fn resolve(
+        &self,
+        request_id: &str,
+        resolution: StoredResolution,
+    ) -> Result<(StoredResolution, bool), AuditError>;
+}

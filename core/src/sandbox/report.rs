@@ -1,0 +1,132 @@
+//! What a sandbox backend could and could not enforce, in the snapshot's vocabulary.
+//!
+//! A report is computed from the probe and the spec, never assumed. It names every place where
+//! enforcement is weaker than the snapshot asked for (a *degradation*) and, separately, every
+//! place where it is stricter (a *narrowing*: fail-closed, e.g. "all network blocked because the
+//! kernel cannot filter TCP ports").
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::SandboxBackendKind;
+
+/// The part of the snapshot a degradation concerns (the snapshot's `enforcement` areas).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DegradationArea {
+    /// Filesystem confinement.
+    Filesystem,
+    /// Network confinement.
+    Network,
+    /// Process confinement (signals, process tree).
+    Process,
+    /// Approval semantics.
+    Approval,
+    /// The sandbox backend itself.
+    SandboxBackend,
+}
+
+/// One named deviation from the requested confinement.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Degradation {
+    /// Which area.
+    pub area: DegradationArea,
+    /// A sentence a person can act on.
+    pub reason: String,
+}
+
+impl Degradation {
+    /// A deviation in `area` with `reason`.
+    pub fn new(area: DegradationArea, reason: impl Into<String>) -> Self {
+        Self {
+            area,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// How much of the requested confinement is in force (the snapshot's enforcement status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EnforcementLevel {
+    /// Everything requested is enforced by the kernel.
+    Active,
+    /// The kernel enforces some of it; see the degradations.
+    PartiallyActive,
+    /// Nothing is enforced by a kernel sandbox.
+    Unavailable,
+}
+
+/// The outcome of probing and preparing a backend for one spec.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxReport {
+    /// The backend that was (or would have been) used.
+    pub backend: SandboxBackendKind,
+    /// active, partially_active or unavailable; computed from `degradations`.
+    pub status: EnforcementLevel,
+    /// Backend detail, e.g. `"landlock V7 (enforcing V6)"`.
+    pub detail: String,
+    /// Where enforcement is weaker than requested.
+    pub degradations: Vec<Degradation>,
+    /// Where enforcement is stricter than requested (fail-closed substitutions).
+    pub narrowings: Vec<Degradation>,
+}
+
+impl SandboxReport {
+    /// A report for a backend that enforces nothing, with the reason.
+    pub fn unavailable(backend: SandboxBackendKind, reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        Self {
+            backend,
+            status: EnforcementLevel::Unavailable,
+            detail: reason.clone(),
+            degradations: vec![Degradation::new(DegradationArea::SandboxBackend, reason)],
+            narrowings: Vec::new(),
+        }
+    }
+
+    /// A report for an applied sandbox; the status follows from the degradations.
+    pub fn applied(
+        backend: SandboxBackendKind,
+        detail: impl Into<String>,
+        degradations: Vec<Degradation>,
+        narrowings: Vec<Degradation>,
+    ) -> Self {
+        let status = if degradations.is_empty() {
+            EnforcementLevel::Active
+        } else {
+            EnforcementLevel::PartiallyActive
+        };
+        Self {
+            backend,
+            status,
+            detail: detail.into(),
+            degradations,
+            narrowings,
+        }
+    }
+
+    /// The degradations as `(area, reason)` pairs, the shape the snapshot stores.
+    pub fn degradation_pairs(&self) -> Vec<(DegradationArea, String)> {
+        self.degradations
+            .iter()
+            .map(|d| (d.area, d.reason.clone()))
+            .collect()
+    }
+}
+
+/// What a backend's probe found on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BackendProbe {
+    /// The backend probed.
+    pub backend: SandboxBackendKind,
+    /// Whether it can confine a process here.
+    pub available: bool,
+    /// Version or reason, e.g. `"landlock V7 (enforcing V6)"` or why it is unavailable.
+    pub detail: String,
+    /// Capability names (`"filesystem"`, `"network_block"`, `"tcp_port_rules"`, ...).
+    pub capabilities: Vec<String>,
+}

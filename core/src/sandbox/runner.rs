@@ -1,0 +1,553 @@
+//! The process runner: spawn one command (optionally sandboxed), capture its output up to a cap,
+//! enforce the timeout on the whole process tree, and report how it ended.
+//!
+//! It never decides whether the command may run, and never widens the request: the environment
+//! is cleared and set only from the request, stdin is null unless inherited, and the child gets
+//! its own process group (and session, by default).
+
+use std::ffi::OsString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::report::SandboxReport;
+use super::spec::{SandboxSpec, TmpSpec};
+use super::{Launch, SandboxBackend, SandboxError, native_backend, prepare, tree};
+
+/// How long output is still read after the command's process group is gone, in case a process
+/// that left the group still holds the pipes.
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
+
+/// Default per-stream output cap (1 MiB).
+pub const DEFAULT_OUTPUT_CAP: usize = 1 << 20;
+
+/// What the child's stdin is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StdinPolicy {
+    /// `/dev/null`.
+    #[default]
+    Null,
+    /// The parent's stdin.
+    Inherit,
+}
+
+/// One command to run.
+#[derive(Debug, Clone)]
+pub struct ProcessRequest {
+    /// Program and arguments; `argv[0]` is the program (a path, or a name looked up in the
+    /// request's `PATH`).
+    pub argv: Vec<OsString>,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The whole environment of the child (the parent's is cleared first).
+    pub env: Vec<(OsString, OsString)>,
+    /// stdin.
+    pub stdin: StdinPolicy,
+    /// `true`: own session (`setsid`); `false`: own process group in the parent's session.
+    pub new_session: bool,
+    /// Wall-clock limit; on expiry the whole tree is killed.
+    pub timeout: Option<Duration>,
+    /// Per-stream output cap in bytes; output beyond it is read and discarded.
+    pub output_cap: usize,
+    /// The sandbox; `None` runs unconfined (the gate decides when that is allowed).
+    pub sandbox: Option<SandboxSpec>,
+}
+
+impl ProcessRequest {
+    /// A request with an empty environment, null stdin, a new session, no timeout, the default
+    /// output cap and no sandbox.
+    pub fn new<I, S>(argv: I, cwd: impl AsRef<Path>) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        Self {
+            argv: argv.into_iter().map(Into::into).collect(),
+            cwd: cwd.as_ref().to_path_buf(),
+            env: Vec::new(),
+            stdin: StdinPolicy::Null,
+            new_session: true,
+            timeout: None,
+            output_cap: DEFAULT_OUTPUT_CAP,
+            sandbox: None,
+        }
+    }
+
+    /// Add environment variables.
+    pub fn env<I, K, V>(mut self, vars: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<OsString>,
+        V: Into<OsString>,
+    {
+        self.env
+            .extend(vars.into_iter().map(|(k, v)| (k.into(), v.into())));
+        self
+    }
+
+    /// Set the stdin policy.
+    pub fn stdin(mut self, stdin: StdinPolicy) -> Self {
+        self.stdin = stdin;
+        self
+    }
+
+    /// Own session (`true`) or own process group only (`false`).
+    pub fn new_session(mut self, new_session: bool) -> Self {
+        self.new_session = new_session;
+        self
+    }
+
+    /// Set the timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Set the per-stream output cap.
+    pub fn output_cap(mut self, cap: usize) -> Self {
+        self.output_cap = cap;
+        self
+    }
+
+    /// Run under this sandbox.
+    pub fn sandbox(mut self, spec: SandboxSpec) -> Self {
+        self.sandbox = Some(spec);
+        self
+    }
+}
+
+/// How a command ended.
+#[derive(Debug, Clone)]
+pub struct ProcessOutcome {
+    /// The child's pid (also its process group id).
+    pub pid: u32,
+    /// The exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    /// Whether the timeout fired (the tree was killed).
+    pub timed_out: bool,
+    /// Wall-clock time from spawn to exit.
+    pub duration: Duration,
+    /// Captured stdout, at most `output_cap` bytes.
+    pub stdout: Vec<u8>,
+    /// Captured stderr, at most `output_cap` bytes.
+    pub stderr: Vec<u8>,
+    /// Whether stdout was longer than the cap.
+    pub stdout_truncated: bool,
+    /// Whether stderr was longer than the cap.
+    pub stderr_truncated: bool,
+    /// A process outside the command's group still held the output pipes after it ended;
+    /// reading stopped after a short grace period.
+    pub output_left_open: bool,
+    /// What the sandbox enforced, when one was requested.
+    pub sandbox: Option<SandboxReport>,
+}
+
+impl ProcessOutcome {
+    /// Whether the command exited with code 0.
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0)
+    }
+}
+
+/// Why a command did not run (or could not be waited for).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The request is malformed.
+    #[error("invalid process request: {0}")]
+    InvalidRequest(String),
+    /// The sandbox could not be set up; the command was not run.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// The child could not apply the prepared sandbox; it exited before exec.
+    #[error(
+        "the child could not apply the sandbox at stage {stage} (errno {errno}: {}); the command \
+         was not run",
+        std::io::Error::from_raw_os_error(*errno)
+    )]
+    SandboxApply {
+        /// The stage that failed (`no_new_privs`, `create_ruleset`, ...).
+        stage: &'static str,
+        /// The kernel's errno.
+        errno: i32,
+    },
+    /// The program could not be started (not found, not executable, denied by the sandbox...).
+    #[error("could not start {program:?}: {source}")]
+    Spawn {
+        /// `argv[0]`.
+        program: OsString,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// An I/O error while running the command.
+    #[error("process I/O failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Runs commands through a sandbox backend.
+#[derive(Debug, Clone)]
+pub struct ProcessRunner {
+    backend: Arc<dyn SandboxBackend>,
+}
+
+/// Bytes read from one stream, up to a cap.
+#[derive(Debug, Default)]
+struct Capped {
+    data: Vec<u8>,
+    truncated: bool,
+}
+
+async fn read_capped<R: AsyncRead + Unpin>(mut reader: R, cap: usize, out: &mut Capped) {
+    let mut chunk = [0u8; 8192];
+    loop {
+        match reader.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                let room = cap.saturating_sub(out.data.len());
+                if n > room {
+                    out.truncated = true;
+                }
+                out.data.extend_from_slice(&chunk[..n.min(room)]);
+            }
+        }
+    }
+}
+
+/// A private tmp dir made for one run, removed afterwards.
+struct TmpDirGuard(PathBuf);
+
+impl TmpDirGuard {
+    fn create() -> std::io::Result<Self> {
+        let template = std::env::temp_dir().join("turngate-tmp-XXXXXX");
+        let mut bytes = template.into_os_string().into_encoded_bytes();
+        bytes.push(0);
+        // SAFETY: `bytes` is a NUL-terminated, writable template that outlives the call.
+        let ptr = unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) };
+        if ptr.is_null() {
+            return Err(std::io::Error::last_os_error());
+        }
+        bytes.pop();
+        // SAFETY: the bytes came from an OsString and mkdtemp only replaced ASCII `X`s.
+        let path = unsafe { OsString::from_encoded_bytes_unchecked(bytes) };
+        Ok(Self(PathBuf::from(path)))
+    }
+}
+
+impl Drop for TmpDirGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Kills the process group if the run is abandoned before the child was reaped.
+struct GroupGuard {
+    pgid: i32,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            tree::kill_group(self.pgid);
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn stage_name(code: u32) -> &'static str {
+    match code {
+        1 => "no_new_privs",
+        2 => "create_ruleset",
+        3 => "add_path_rule",
+        4 => "add_net_rule",
+        5 => "restrict_self",
+        6 => "install_static_filter",
+        7 => "setsid",
+        _ => "other",
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn stage_code(stage: nono::sandbox::RawSandboxStage) -> u32 {
+    use nono::sandbox::RawSandboxStage as S;
+    match stage {
+        S::NoNewPrivs => 1,
+        S::CreateRuleset => 2,
+        S::AddPathRule => 3,
+        S::AddNetRule => 4,
+        S::RestrictSelf => 5,
+        S::InstallStaticFilter => 6,
+        _ => 8,
+    }
+}
+
+/// Write `(stage, errno)` to `fd` with one raw `write`. Async-signal-safe, allocation-free.
+#[cfg(target_os = "linux")]
+fn report_child_failure(fd: i32, stage: u32, errno: i32) {
+    let mut msg = [0u8; 8];
+    msg[..4].copy_from_slice(&stage.to_ne_bytes());
+    msg[4..].copy_from_slice(&errno.to_ne_bytes());
+    // SAFETY: `msg` is a live 8-byte stack buffer; a failed write is ignored.
+    unsafe {
+        libc::write(fd, msg.as_ptr().cast(), msg.len());
+    }
+}
+
+fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` is a valid out-array of two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 succeeded, so both descriptors are fresh and owned by us.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn read_child_failure(read_end: &OwnedFd) -> Option<(u32, i32)> {
+    let mut msg = [0u8; 8];
+    // SAFETY: `msg` is a live 8-byte buffer; the write end is closed, so this cannot block.
+    let n = unsafe { libc::read(read_end.as_raw_fd(), msg.as_mut_ptr().cast(), msg.len()) };
+    if n != 8 {
+        return None;
+    }
+    let stage = u32::from_ne_bytes([msg[0], msg[1], msg[2], msg[3]]);
+    let errno = i32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]]);
+    Some((stage, errno))
+}
+
+impl ProcessRunner {
+    /// A runner on `backend`.
+    pub fn new(backend: Arc<dyn SandboxBackend>) -> Self {
+        Self { backend }
+    }
+
+    /// A runner on this platform's native backend.
+    pub fn native() -> Self {
+        Self::new(native_backend())
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<dyn SandboxBackend> {
+        &self.backend
+    }
+
+    /// Run `request` from synchronous code (builds a small current-thread runtime). Refuses,
+    /// with an error, to run inside a tokio runtime: use [`ProcessRunner::run`] there.
+    pub fn run_blocking(&self, request: ProcessRequest) -> Result<ProcessOutcome, RunError> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(RunError::InvalidRequest(
+                "run_blocking was called inside a tokio runtime; use `run(..).await`".into(),
+            ));
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(self.run(request))
+    }
+
+    /// Run `request` to completion (or timeout).
+    pub async fn run(&self, request: ProcessRequest) -> Result<ProcessOutcome, RunError> {
+        let Some(program) = request.argv.first().cloned() else {
+            return Err(RunError::InvalidRequest("argv is empty".into()));
+        };
+
+        let mut tmp_guard = None;
+        let mut tmp_env = None;
+        let prepared = match &request.sandbox {
+            None => None,
+            Some(spec) => {
+                let mut spec = spec.clone();
+                if spec.tmp == TmpSpec::Isolated(None) {
+                    let guard = TmpDirGuard::create()?;
+                    spec.tmp = TmpSpec::Isolated(Some(guard.0.clone()));
+                    tmp_guard = Some(guard);
+                }
+                tmp_env = spec.tmp_dir().map(|d| d.as_os_str().to_os_string());
+                Some(prepare(self.backend.as_ref(), &spec)?)
+            }
+        };
+
+        let mut cmd = match prepared.as_ref().map(|p| &p.launch) {
+            Some(Launch::Wrap { helper, profile }) => {
+                let argv = super::seatbelt::seatbelt_argv(profile, &request.argv);
+                let mut cmd = tokio::process::Command::new(helper);
+                cmd.args(&argv[1..]);
+                cmd
+            }
+            _ => {
+                let mut cmd = tokio::process::Command::new(&program);
+                cmd.args(&request.argv[1..]);
+                cmd
+            }
+        };
+        cmd.env_clear()
+            .envs(request.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&request.cwd)
+            .stdin(match request.stdin {
+                StdinPolicy::Null => Stdio::null(),
+                StdinPolicy::Inherit => Stdio::inherit(),
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if let Some(dir) = &tmp_env {
+            for name in ["TMPDIR", "TMP", "TEMP"] {
+                cmd.env(name, dir);
+            }
+        }
+
+        let new_session = request.new_session;
+        if !new_session {
+            cmd.process_group(0);
+        }
+
+        #[cfg(target_os = "linux")]
+        let mut failure_pipe = None;
+        match prepared.as_ref().map(|p| &p.launch) {
+            #[cfg(target_os = "linux")]
+            Some(Launch::PreExec(sandbox)) => {
+                let (read_end, write_end) = cloexec_pipe()?;
+                let fd = write_end.as_raw_fd();
+                let sandbox = Arc::clone(sandbox);
+                // SAFETY: the hook runs between fork and exec. It makes raw syscalls only
+                // (setsid, the prepared Landlock/seccomp apply, write): no allocation, no lock,
+                // no panic path, so it is sound in a multi-threaded parent.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        if new_session && libc::setsid() < 0 {
+                            let errno = *libc::__errno_location();
+                            report_child_failure(fd, 7, errno);
+                            return Err(std::io::Error::from_raw_os_error(errno));
+                        }
+                        if let Err(e) = sandbox.apply_raw() {
+                            report_child_failure(fd, stage_code(e.stage()), e.errno());
+                            return Err(std::io::Error::from_raw_os_error(e.errno()));
+                        }
+                        Ok(())
+                    });
+                }
+                failure_pipe = Some((read_end, write_end));
+            }
+            _ => {
+                if new_session {
+                    // SAFETY: setsid is async-signal-safe and takes no arguments.
+                    unsafe {
+                        cmd.pre_exec(|| {
+                            if libc::setsid() < 0 {
+                                return Err(std::io::Error::last_os_error());
+                            }
+                            Ok(())
+                        });
+                    }
+                }
+            }
+        }
+
+        let start = Instant::now();
+        let spawned = cmd.spawn();
+        #[cfg(target_os = "linux")]
+        let child_failure = failure_pipe.and_then(|(read_end, write_end)| {
+            drop(write_end);
+            if spawned.is_err() {
+                read_child_failure(&read_end)
+            } else {
+                None
+            }
+        });
+        #[cfg(not(target_os = "linux"))]
+        let child_failure: Option<(u32, i32)> = None;
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(source) => {
+                #[cfg(target_os = "linux")]
+                if let Some((stage, errno)) = child_failure {
+                    return Err(RunError::SandboxApply {
+                        stage: stage_name(stage),
+                        errno,
+                    });
+                }
+                let _ = child_failure;
+                return Err(RunError::Spawn { program, source });
+            }
+        };
+        let pid = child.id().unwrap_or(0);
+        let pgid = i32::try_from(pid).unwrap_or(0);
+        let mut group = GroupGuard { pgid, armed: true };
+
+        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+            return Err(RunError::Io(std::io::Error::other("child pipes missing")));
+        };
+        let cap = request.output_cap;
+        let mut out = Capped::default();
+        let mut err = Capped::default();
+        let mut timed_out = false;
+        let mut status = None;
+        let mut drained = false;
+        let mut exited_at = None;
+        {
+            let readers = async {
+                tokio::join!(
+                    read_capped(stdout, cap, &mut out),
+                    read_capped(stderr, cap, &mut err)
+                )
+            };
+            tokio::pin!(readers);
+            let waiter = async {
+                let s = child.wait().await;
+                // The command is over: nothing it left behind in its group keeps running.
+                tree::kill_group(pgid);
+                s
+            };
+            tokio::pin!(waiter);
+            let far = Duration::from_secs(60 * 60 * 24 * 365);
+            let deadline = tokio::time::Instant::from_std(start + request.timeout.unwrap_or(far));
+            loop {
+                let drain_deadline = exited_at.unwrap_or(deadline) + DRAIN_GRACE;
+                tokio::select! {
+                    s = &mut waiter, if status.is_none() => {
+                        status = Some(s?);
+                        exited_at = Some(tokio::time::Instant::now());
+                    }
+                    _ = &mut readers, if !drained => drained = true,
+                    () = tokio::time::sleep_until(deadline), if !timed_out && status.is_none() => {
+                        timed_out = true;
+                        tree::kill_tree(pgid, pgid);
+                    }
+                    () = tokio::time::sleep_until(drain_deadline), if status.is_some() && !drained => {
+                        break;
+                    }
+                }
+                if status.is_some() && drained {
+                    break;
+                }
+            }
+        }
+        group.armed = false;
+        let duration = exited_at
+            .map(|t| t.into_std().saturating_duration_since(start))
+            .unwrap_or_else(|| start.elapsed());
+        let status = status.ok_or_else(|| std::io::Error::other("child status missing"))?;
+        drop(tmp_guard);
+
+        Ok(ProcessOutcome {
+            pid,
+            exit_code: status.code(),
+            signal: status.signal(),
+            timed_out,
+            duration,
+            stdout: out.data,
+            stderr: err.data,
+            stdout_truncated: out.truncated,
+            stderr_truncated: err.truncated,
+            output_left_open: !drained,
+            sandbox: prepared.map(|p| p.report),
+        })
+    }
+}

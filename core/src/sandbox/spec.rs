@@ -1,0 +1,197 @@
+//! The sandbox spec: the part of a turn's snapshot a kernel sandbox enforces, plus the minimal
+//! system roots a program needs to start.
+//!
+//! It decides which paths are readable or writable and which network shape is asked for. It
+//! never decides whether a command may run (that is the checkers' job) and never touches the
+//! kernel (that is the backends' job).
+
+use std::path::{Path, PathBuf};
+
+use crate::protocol::{
+    BackendRequirement, FsAccess, SandboxBackendKind, SandboxMode, TmpPolicy,
+    TurnNetworkPolicySnapshot, TurnSandboxSnapshot,
+};
+
+/// Directories every sandboxed program may read (and execute from): the loader, libraries,
+/// interpreters and their data. Missing ones are skipped.
+pub const SYSTEM_READ_DIRS: &[&str] = &[
+    "/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin",
+];
+
+/// Single files or small directories under `/etc` a program needs to start, resolve users and
+/// names, and verify TLS. The rest of `/etc` is not granted. Missing ones are skipped.
+pub const SYSTEM_READ_ETC: &[&str] = &[
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ld.so.preload",
+    "/etc/localtime",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/protocols",
+    "/etc/services",
+    "/etc/alternatives",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/mime.types",
+    // Debian's python3 links sitecustomize.py here.
+    "/etc/python3",
+    "/etc/python3.9",
+    "/etc/python3.10",
+    "/etc/python3.11",
+    "/etc/python3.12",
+    "/etc/python3.13",
+    "/etc/python3.14",
+];
+
+/// Device files readable and writable by every sandboxed program.
+pub const SYSTEM_RW_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
+
+/// Device files readable by every sandboxed program.
+pub const SYSTEM_READ_DEVICES: &[&str] = &["/dev/random", "/dev/urandom"];
+
+/// Host temporary directories granted read-write under `tmp = host`.
+pub const HOST_TMP_DIRS: &[&str] = &["/tmp", "/var/tmp"];
+
+/// Where a sandboxed process writes temporary files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TmpSpec {
+    /// The host's shared `/tmp` and `/var/tmp` (read-write).
+    Host,
+    /// A private directory. `None` asks the runner to create one for this run (mode 0700, removed
+    /// afterwards); `Some` is the turn's own private tmp dir. `TMPDIR`, `TMP` and `TEMP` point
+    /// to it in the child.
+    Isolated(Option<PathBuf>),
+}
+
+/// One filesystem grant.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FsGrant {
+    /// An absolute path.
+    pub path: PathBuf,
+    /// Read (read, list, execute) or write (read plus create, write, delete).
+    pub access: FsAccess,
+}
+
+/// What a native sandbox must enforce for one spawn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSpec {
+    /// The sandbox mode. `unrestricted` grants `/` read-write (the network shape still applies).
+    pub mode: SandboxMode,
+    /// The turn's roots. In `read_only` mode every write grant is lowered to read.
+    pub roots: Vec<FsGrant>,
+    /// Whether to add the system roots ([`SYSTEM_READ_DIRS`], [`SYSTEM_READ_ETC`] and the
+    /// device files). Without them almost no program can start.
+    pub system_roots: bool,
+    /// The tmp policy.
+    pub tmp: TmpSpec,
+    /// The network shape (the snapshot's mirror).
+    pub network: TurnNetworkPolicySnapshot,
+    /// Whether the command must not run without a kernel sandbox.
+    pub requirement: BackendRequirement,
+    /// The preferred backend.
+    pub preference: SandboxBackendKind,
+}
+
+impl SandboxSpec {
+    /// The spec for a turn's sandbox snapshot. With `tmp = isolated` the runner creates a private
+    /// tmp dir per run unless [`SandboxSpec::with_tmp_dir`] names the turn's own.
+    pub fn from_snapshot(snapshot: &TurnSandboxSnapshot) -> Self {
+        let roots = snapshot
+            .filesystem
+            .entries
+            .iter()
+            .map(|entry| FsGrant {
+                path: entry.path.clone(),
+                access: entry.access,
+            })
+            .collect();
+        Self {
+            mode: snapshot.mode,
+            roots,
+            system_roots: true,
+            tmp: match snapshot.tmp {
+                TmpPolicy::Host => TmpSpec::Host,
+                TmpPolicy::Isolated => TmpSpec::Isolated(None),
+            },
+            network: snapshot.network.clone(),
+            requirement: snapshot.backend_requirement,
+            preference: snapshot.backend_preference,
+        }
+    }
+
+    /// Use `dir` (which must exist) as the private tmp dir.
+    pub fn with_tmp_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.tmp = TmpSpec::Isolated(Some(dir.into()));
+        self
+    }
+
+    /// The private tmp dir, when one is set.
+    pub fn tmp_dir(&self) -> Option<&Path> {
+        match &self.tmp {
+            TmpSpec::Isolated(Some(dir)) => Some(dir),
+            _ => None,
+        }
+    }
+
+    /// Every grant the backend must install, in order: system roots, tmp, then the turn's
+    /// roots (lowered to read in `read_only` mode). Paths are not checked for existence here.
+    pub fn effective_grants(&self) -> Vec<FsGrant> {
+        let mut grants = Vec::new();
+        if self.mode == SandboxMode::Unrestricted {
+            grants.push(FsGrant {
+                path: PathBuf::from("/"),
+                access: FsAccess::Write,
+            });
+            return grants;
+        }
+        if self.system_roots {
+            let read = SYSTEM_READ_DIRS
+                .iter()
+                .chain(SYSTEM_READ_ETC)
+                .chain(SYSTEM_READ_DEVICES);
+            grants.extend(read.map(|p| FsGrant {
+                path: PathBuf::from(p),
+                access: FsAccess::Read,
+            }));
+            grants.extend(SYSTEM_RW_DEVICES.iter().map(|p| FsGrant {
+                path: PathBuf::from(p),
+                access: FsAccess::Write,
+            }));
+        }
+        match &self.tmp {
+            TmpSpec::Host => grants.extend(HOST_TMP_DIRS.iter().map(|p| FsGrant {
+                path: PathBuf::from(p),
+                access: FsAccess::Write,
+            })),
+            TmpSpec::Isolated(Some(dir)) => grants.push(FsGrant {
+                path: dir.clone(),
+                access: FsAccess::Write,
+            }),
+            TmpSpec::Isolated(None) => {}
+        }
+        for root in &self.roots {
+            let access = if self.mode == SandboxMode::ReadOnly {
+                FsAccess::Read
+            } else {
+                root.access
+            };
+            grants.push(FsGrant {
+                path: root.path.clone(),
+                access,
+            });
+        }
+        grants
+    }
+
+    /// Whether a grant came from the turn (as opposed to the system list); missing turn roots
+    /// are reported, missing system roots are skipped silently.
+    pub(crate) fn is_turn_root(&self, path: &Path) -> bool {
+        self.roots.iter().any(|r| r.path == path)
+    }
+}

@@ -1,0 +1,326 @@
+//! The durable SQLite audit store: seq assignment, replay, group commit under concurrency,
+//! schema versions, deferred approvals, and survival of SIGKILL (a real child process).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests assert by unwrapping
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use turngate::approval::{ApprovalResolution, TurnPermissionApprovalRequest};
+use turngate::audit::{
+    AuditDecision, AuditError, AuditEventKind, AuditStore, ProfileSource, SCHEMA_VERSION,
+    SqliteAuditStore, StoredResolution, TurnPermissionAuditEvent,
+};
+use turngate::{Action, ActionKind, PermissionMode, Reason};
+
+const CHILD_ENV: &str = "TURNGATE_AUDIT_CHILD_STORE";
+
+fn event(turn: &str, i: u64) -> TurnPermissionAuditEvent {
+    let mut e = TurnPermissionAuditEvent::new(
+        turn,
+        AuditEventKind::DecisionAllowed,
+        PermissionMode::Supervised,
+        ProfileSource::Composer,
+    );
+    e.item_id = Some(format!("item-{i}"));
+    e.tool_id = Some(format!("call-{i}"));
+    e.action_kind = Some(ActionKind::FileRead);
+    e.decision = Some(AuditDecision::Allow);
+    e.reason = Some("allow_rule".into());
+    e
+}
+
+#[test]
+fn append_assigns_per_turn_seq_and_replay_returns_every_field_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteAuditStore::open(dir.path().join("audit.db")).unwrap();
+    let mut full = TurnPermissionAuditEvent::new(
+        "t1",
+        AuditEventKind::ApprovalResolved,
+        PermissionMode::AutoAcceptEdits,
+        ProfileSource::InheritedFromParentTurn,
+    );
+    full.item_id = Some("item".into());
+    full.tool_id = Some("tool".into());
+    full.action_kind = Some(ActionKind::ShellCommand);
+    full.request_key = Some("apr_1".into());
+    full.decision = Some(AuditDecision::AllowForTurn);
+    full.reason = Some("responder".into());
+    full.cached_approval_used = true;
+    full.seq = 999; // ignored: the store assigns
+
+    assert_eq!(store.append(event("t1", 1)).unwrap(), 1);
+    assert_eq!(store.append(event("t2", 1)).unwrap(), 1);
+    assert_eq!(store.append(full.clone()).unwrap(), 2);
+    let replay = store.replay("t1").unwrap();
+    assert_eq!(replay.len(), 2);
+    assert_eq!(replay[0].seq, 1);
+    full.seq = 2;
+    assert_eq!(replay[1], full);
+    assert_eq!(store.replay("t2").unwrap().len(), 1);
+    assert!(store.replay("nope").unwrap().is_empty());
+}
+
+#[test]
+fn concurrent_appenders_get_unique_gapless_seqs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteAuditStore::open(dir.path().join("audit.db")).unwrap());
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                (0..100)
+                    .map(|i| store.append(event("shared", t * 1000 + i)).unwrap())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut seqs: Vec<u64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=800).collect::<Vec<_>>());
+    let replay = store.replay("shared").unwrap();
+    assert_eq!(replay.len(), 800);
+    assert!(replay.windows(2).all(|w| w[0].seq + 1 == w[1].seq));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_appends_share_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteAuditStore::open(dir.path().join("audit.db")).unwrap());
+    let tasks: Vec<_> = (0..64)
+        .map(|i| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move { store.append_async(event("t", i)).await.unwrap() })
+        })
+        .collect();
+    let mut seqs = Vec::new();
+    for t in tasks {
+        seqs.push(t.await.unwrap());
+    }
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=64).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_store_from_a_newer_schema_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("future.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE future (x); PRAGMA user_version = 99;")
+            .unwrap();
+    }
+    let err = SqliteAuditStore::open(&path).unwrap_err();
+    assert!(
+        matches!(err, AuditError::SchemaTooNew { found: 99, supported, .. } if supported == SCHEMA_VERSION),
+        "{err}"
+    );
+    let msg = err.to_string();
+    assert!(msg.contains("future.db") && msg.contains("99"), "{msg}");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let v: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, 99);
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "delete", "the refused file was not switched to WAL");
+}
+
+#[test]
+fn an_older_schema_is_migrated_and_keeps_its_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    {
+        // The version-1 schema, as an older build wrote it.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE audit_events (
+                turn_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
+                profile_mode TEXT NOT NULL, profile_source TEXT NOT NULL, item_id TEXT,
+                tool_id TEXT, action_kind TEXT, request_key TEXT, decision TEXT, reason TEXT,
+                cached_approval_used INTEGER NOT NULL, recorded_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (turn_id, seq));
+             INSERT INTO audit_events VALUES ('old', 1, 'profile_selected', 'supervised',
+                'composer', NULL, NULL, NULL, NULL, NULL, NULL, 0, 0);
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    }
+    let store = SqliteAuditStore::open(&path).unwrap();
+    let replay = store.replay("old").unwrap();
+    assert_eq!(replay.len(), 1);
+    assert_eq!(replay[0].kind, AuditEventKind::ProfileSelected);
+    assert_eq!(store.append(event("old", 2)).unwrap(), 2);
+    // The version-2 table exists now.
+    let action = Action::new(ActionKind::FileWrite, "a");
+    let request =
+        TurnPermissionApprovalRequest::for_action("old", &action, Reason::Default, None).unwrap();
+    store.save_pending(&request, &action).unwrap();
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let v: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, SCHEMA_VERSION);
+}
+
+#[test]
+fn a_file_that_is_not_a_store_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("garbage.db");
+    std::fs::write(&path, vec![0x42u8; 8192]).unwrap();
+    let err = SqliteAuditStore::open(&path).unwrap_err();
+    assert!(err.to_string().contains("garbage.db"), "{err}");
+}
+
+#[test]
+fn pending_approvals_keep_what_was_shown_and_the_first_resolution_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteAuditStore::open(dir.path().join("audit.db")).unwrap();
+    let action = Action::new(ActionKind::ShellCommand, "cargo publish").with_tool("bash");
+    let mut request =
+        TurnPermissionApprovalRequest::for_action("t1", &action, Reason::AskRule, Some("/w"))
+            .unwrap();
+    request.summary = Some("Publish the crate".into());
+    request.visible_thread_ids = vec!["thread-a".into(), "thread-b".into()];
+    store.save_pending(&request, &action).unwrap();
+    assert!(matches!(
+        store.save_pending(&request, &action),
+        Err(AuditError::DuplicateRequest(id)) if id == request.id
+    ));
+    let pending = store.pending_approvals().unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].request, request);
+    assert_eq!(pending[0].action, action);
+
+    let deny = StoredResolution {
+        resolution: ApprovalResolution::Deny,
+        reason: "responder".into(),
+    };
+    let (recorded, applied) = store.resolve(&request.id, deny.clone()).unwrap();
+    assert!(applied);
+    assert_eq!(recorded, deny);
+    let (recorded, applied) = store
+        .resolve(
+            &request.id,
+            StoredResolution {
+                resolution: ApprovalResolution::AllowOnce,
+                reason: "responder".into(),
+            },
+        )
+        .unwrap();
+    assert!(!applied);
+    assert_eq!(recorded, deny);
+    assert!(store.pending_approvals().unwrap().is_empty());
+    assert_eq!(
+        store.approval(&request.id).unwrap().unwrap().resolution,
+        Some(deny)
+    );
+    assert!(matches!(
+        store.resolve("apr_missing", StoredResolution { resolution: ApprovalResolution::Deny, reason: String::new() }),
+        Err(AuditError::UnknownRequest(id)) if id == "apr_missing"
+    ));
+}
+
+/// Not a test on its own: the child side of the SIGKILL test. It appends forever and prints
+/// each seq only after `append` returned.
+#[test]
+fn child_appender() {
+    let Ok(path) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let store = Arc::new(SqliteAuditStore::open(&path).unwrap());
+    // Several appenders, so batches hold more than one event when the kill lands.
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                let stdout = std::io::stdout();
+                for i in 0.. {
+                    let seq = store.append(event("killed", t * 1_000_000 + i)).unwrap();
+                    let mut out = stdout.lock();
+                    writeln!(out, "recorded {seq} item-{}", t * 1_000_000 + i).unwrap();
+                    out.flush().unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn every_event_reported_as_recorded_survives_sigkill() {
+    if std::env::var(CHILD_ENV).is_ok() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("killed.db");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_appender",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, &path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut reported: Vec<(u64, String)> = Vec::new();
+    while reported.len() < 300 {
+        let line = lines.next().expect("child ended early").unwrap();
+        if let Some((_, rest)) = line.split_once("recorded ") {
+            let (seq, item) = rest.split_once(' ').unwrap();
+            reported.push((seq.parse().unwrap(), item.to_owned()));
+        }
+    }
+    child.kill().unwrap(); // SIGKILL on unix: no destructor, no flush, no checkpoint
+    child.wait().unwrap();
+    // Lines the child wrote before it died were reported too.
+    for line in lines {
+        let line = line.unwrap();
+        if let Some((_, rest)) = line.split_once("recorded ") {
+            let (seq, item) = rest.split_once(' ').unwrap();
+            reported.push((seq.parse().unwrap(), item.to_owned()));
+        }
+    }
+
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    drop(conn);
+
+    let store = SqliteAuditStore::open(&path).unwrap();
+    let replay = store.replay("killed").unwrap();
+    assert!(
+        replay.windows(2).all(|w| w[0].seq + 1 == w[1].seq),
+        "no gaps"
+    );
+    for (seq, item) in &reported {
+        let e = replay
+            .iter()
+            .find(|e| e.seq == *seq)
+            .unwrap_or_else(|| panic!("reported seq {seq} is missing after the kill"));
+        assert_eq!(e.item_id.as_deref(), Some(item.as_str()));
+    }
+    // The store still takes appends after the crash.
+    let next = store.append(event("killed", 0)).unwrap();
+    assert_eq!(next, replay.len() as u64 + 1);
+    eprintln!(
+        "{} reported, {} on disk after SIGKILL",
+        reported.len(),
+        replay.len()
+    );
+}

@@ -1,0 +1,133 @@
+//! The Linux plan as a pure function of the spec and the Landlock ABI: which network shape is
+//! asked for and which degradations are reported, for every ABI from V1 to V9.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic
+
+use turngate::protocol::{
+    BackendRequirement, FsAccess, NetworkMode, SandboxBackendKind, SandboxMode,
+    TurnNetworkPolicySnapshot,
+};
+use turngate::sandbox::landlock_plan::{NetPlan, plan};
+use turngate::sandbox::{DegradationArea, FsGrant, SandboxSpec, TmpSpec};
+
+fn spec(mode: NetworkMode, ports: Vec<u16>) -> SandboxSpec {
+    SandboxSpec {
+        mode: SandboxMode::WorkspaceWrite,
+        roots: vec![FsGrant {
+            path: "/w".into(),
+            access: FsAccess::Write,
+        }],
+        system_roots: true,
+        tmp: TmpSpec::Isolated(None),
+        network: TurnNetworkPolicySnapshot {
+            mode,
+            allowed_domains: vec![],
+            denied_domains: vec![],
+            allow_localhost: false,
+            allow_unix_sockets: true,
+            allowed_tcp_ports: ports,
+        },
+        requirement: BackendRequirement::Required,
+        preference: SandboxBackendKind::Nono,
+    }
+}
+
+fn areas(d: &[turngate::sandbox::Degradation]) -> Vec<DegradationArea> {
+    d.iter().map(|d| d.area).collect()
+}
+
+#[test]
+fn disabled_network_blocks_everything_on_every_abi() {
+    for abi in 1..=9 {
+        let p = plan(&spec(NetworkMode::Disabled, vec![]), abi);
+        assert_eq!(p.net, NetPlan::BlockAll, "ABI {abi}");
+        assert!(
+            !areas(&p.degradations).contains(&DegradationArea::Network),
+            "ABI {abi}: {:?}",
+            p.degradations
+        );
+    }
+}
+
+#[test]
+fn tcp_ports_need_abi_4_and_otherwise_fail_closed() {
+    for abi in 1..=3 {
+        let p = plan(&spec(NetworkMode::Disabled, vec![443]), abi);
+        assert_eq!(p.net, NetPlan::BlockAll, "ABI {abi}");
+        assert!(p.narrowings.iter().any(|n| n.reason.contains("needs V4")));
+    }
+    for abi in 4..=9 {
+        let p = plan(&spec(NetworkMode::Disabled, vec![443, 80, 443, 0]), abi);
+        assert_eq!(p.net, NetPlan::TcpConnect(vec![80, 443]), "ABI {abi}");
+        assert!(
+            p.degradations
+                .iter()
+                .any(|d| d.reason.contains("port only"))
+        );
+    }
+}
+
+#[test]
+fn abi_below_6_reports_signal_scoping_missing() {
+    let p = plan(&spec(NetworkMode::Disabled, vec![]), 5);
+    assert!(areas(&p.degradations).contains(&DegradationArea::Process));
+    let p = plan(&spec(NetworkMode::Disabled, vec![]), 6);
+    assert!(p.degradations.is_empty(), "{:?}", p.degradations);
+    let p = plan(&spec(NetworkMode::Disabled, vec![]), 7);
+    assert!(p.degradations.is_empty(), "{:?}", p.degradations);
+}
+
+#[test]
+fn old_abis_report_filesystem_gaps() {
+    let p = plan(&spec(NetworkMode::Disabled, vec![]), 2);
+    let fs: Vec<_> = p
+        .degradations
+        .iter()
+        .filter(|d| d.area == DegradationArea::Filesystem)
+        .collect();
+    assert_eq!(fs.len(), 2, "{fs:?}");
+    let p = plan(&spec(NetworkMode::Disabled, vec![]), 4);
+    assert_eq!(
+        p.degradations
+            .iter()
+            .filter(|d| d.area == DegradationArea::Filesystem)
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn restricted_without_ports_blocks_and_says_why() {
+    let p = plan(&spec(NetworkMode::Restricted, vec![]), 7);
+    assert_eq!(p.net, NetPlan::BlockAll);
+    assert!(
+        p.narrowings
+            .iter()
+            .any(|n| n.reason.contains("filtering proxy"))
+    );
+}
+
+#[test]
+fn enabled_network_is_not_confined_and_says_what_the_kernel_cannot_do() {
+    let mut s = spec(NetworkMode::Enabled, vec![]);
+    s.network.denied_domains = vec!["evil.example".into()];
+    let p = plan(&s, 7);
+    assert_eq!(p.net, NetPlan::AllowAll);
+    assert!(
+        p.degradations
+            .iter()
+            .any(|d| d.reason.contains("denied domains"))
+    );
+}
+
+#[test]
+fn denying_unix_sockets_is_reported_as_not_enforced() {
+    let mut s = spec(NetworkMode::Disabled, vec![]);
+    s.network.allow_unix_sockets = false;
+    let p = plan(&s, 7);
+    assert!(!p.allow_abstract_unix);
+    assert!(
+        p.degradations
+            .iter()
+            .any(|d| d.reason.contains("Unix socket"))
+    );
+}
