@@ -3,6 +3,7 @@
 
 mod error;
 pub mod policy;
+pub mod reduce;
 pub mod snapshot;
 
 pub use error::TurnGateError;

@@ -600,6 +600,61 @@ fn schema_names() -> Vec<String> {
     snapshot::schema_names()
 }
 
+// ---- Reducers and approval scopes -----------------------------------------------------------
+
+/// Apply one reducer input (`{"audit_event": ...}` or `{"notification": ...}`) to a client
+/// state dict (None: the empty state); returns the next state.
+#[pyfunction]
+#[pyo3(signature = (state, input))]
+fn reduce<'py>(
+    py: Python<'py>,
+    state: Option<&Bound<'py, PyAny>>,
+    input: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let state = optional_value(state, "state")?;
+    let input = from_py(input, "input")?;
+    let out = turngate_ffi::reduce::reduce(state, input).py_err(py)?;
+    to_py(py, &out)
+}
+
+/// Apply reducer inputs in order from `state` (None: the empty state); returns the state
+/// (`{"timeline", "prompts", "last_seq"}`).
+#[pyfunction]
+#[pyo3(signature = (inputs, state=None))]
+fn reduce_all<'py>(
+    py: Python<'py>,
+    inputs: &Bound<'py, PyAny>,
+    state: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let state = optional_value(state, "state")?;
+    let inputs = from_py(inputs, "inputs")?;
+    let out = py
+        .detach(|| turngate_ffi::reduce::reduce_all(state, inputs))
+        .py_err(py)?;
+    to_py(py, &out)
+}
+
+/// The normalized approval scope of an action (relative paths joined to `cwd`).
+#[pyfunction]
+#[pyo3(signature = (kind, target, tool=None, cwd=None))]
+fn scope_from_action<'py>(
+    py: Python<'py>,
+    kind: &str,
+    target: &str,
+    tool: Option<&str>,
+    cwd: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let out = turngate_ffi::reduce::scope_from_action(kind, target, tool, cwd).py_err(py)?;
+    to_py(py, &out)
+}
+
+/// The `scope_hash` (lowercase hex SHA-256) of an approval scope dict.
+#[pyfunction]
+fn scope_hash(py: Python<'_>, scope: &Bound<'_, PyAny>) -> PyResult<String> {
+    let scope = from_py(scope, "scope")?;
+    turngate_ffi::reduce::scope_hash(scope).py_err(py)
+}
+
 /// The version of the turngate core.
 #[pyfunction]
 fn version() -> &'static str {
@@ -627,6 +682,10 @@ fn _turngate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(probe_platform, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_function(wrap_pyfunction!(schema_names, m)?)?;
+    m.add_function(wrap_pyfunction!(reduce, m)?)?;
+    m.add_function(wrap_pyfunction!(reduce_all, m)?)?;
+    m.add_function(wrap_pyfunction!(scope_from_action, m)?)?;
+    m.add_function(wrap_pyfunction!(scope_hash, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

@@ -194,6 +194,29 @@ def run_snapshot_runtime(v: dict[str, Any]) -> None:
     subset(v["expect"], got, "mapping")
 
 
+# ---- suites reducer and scope_hash (core/tests/reduce_conformance.rs) -----------------------
+
+
+def run_reducer(v: dict[str, Any]) -> None:
+    assert set(v) <= {"why", "inputs", "expected"}, f"unknown vector field in {sorted(v)}"
+    got = turngate.reduce_all(v["inputs"])
+    assert got == v["expected"], f"\n got {json.dumps(got, indent=1)}\nwant {json.dumps(v['expected'], indent=1)}"
+    # One input at a time from a JSON round-tripped state gives the same answer.
+    state: Optional[dict[str, Any]] = None
+    for item in v["inputs"]:
+        state = turngate.reduce(json.loads(json.dumps(state)), item)
+    assert (state if state is not None else turngate.reduce_all([])) == got, "stepwise"
+
+
+def run_scope_hash(v: dict[str, Any]) -> None:
+    assert set(v) <= {"why", "action", "cwd", "scope", "scope_hash"}, f"unknown vector field in {sorted(v)}"
+    action = v.get("action")
+    if action is not None:
+        scope = turngate.scope_from_action(action["kind"], action["target"], action.get("tool"), v.get("cwd"))
+        assert scope == v["scope"], f"normalized scope: expected {v['scope']}, got {scope}"
+    assert turngate.scope_hash(v["scope"]) == v["scope_hash"]
+
+
 RUNNERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "policy": run_policy,
     "policy_serde": run_policy_serde,
@@ -201,6 +224,8 @@ RUNNERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "snapshot_cap": run_snapshot_resolve,
     "snapshot_prompt": run_snapshot_prompt,
     "snapshot_runtime": run_snapshot_runtime,
+    "reducer": run_reducer,
+    "scope_hash": run_scope_hash,
 }
 
 

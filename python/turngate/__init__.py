@@ -31,10 +31,14 @@ from ._turngate import (
     intersect,
     map_cli_runtime,
     probe_platform,
+    reduce,
+    reduce_all,
     render_permissions_section,
     resolve,
     schema,
     schema_names,
+    scope_from_action,
+    scope_hash,
     version,
 )
 
@@ -72,9 +76,13 @@ __all__ = [
     "intersect",
     "map_cli_runtime",
     "probe_platform",
+    "reduce",
+    "reduce_all",
     "render_permissions_section",
     "resolve",
     "schema",
     "schema_names",
+    "scope_from_action",
+    "scope_hash",
     "version",
 ]

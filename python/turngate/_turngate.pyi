@@ -1,7 +1,7 @@
 """Type stubs of the turngate extension module (checked by mypy.stubtest)."""
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Optional, Union, final
 
 _Effect = Literal["allow", "ask", "deny"]
@@ -123,6 +123,14 @@ def map_cli_runtime(runtime: str, mode: str) -> dict[str, _JSON]: ...
 def probe_platform() -> dict[str, _JSON]: ...
 def schema(name: str) -> dict[str, _JSON]: ...
 def schema_names() -> list[str]: ...
+def reduce(state: Optional[dict[str, _JSON]], input: dict[str, _JSON]) -> dict[str, _JSON]: ...
+def reduce_all(
+    inputs: Sequence[dict[str, _JSON]], state: Optional[dict[str, _JSON]] = None
+) -> dict[str, _JSON]: ...
+def scope_from_action(
+    kind: str, target: str, tool: Optional[str] = None, cwd: Optional[str] = None
+) -> dict[str, _JSON]: ...
+def scope_hash(scope: dict[str, _JSON]) -> str: ...
 def version() -> str: ...
 
 
@@ -141,9 +149,13 @@ __all__ = [
     "intersect",
     "map_cli_runtime",
     "probe_platform",
+    "reduce",
+    "reduce_all",
     "render_permissions_section",
     "resolve",
     "schema",
     "schema_names",
+    "scope_from_action",
+    "scope_hash",
     "version",
 ]
