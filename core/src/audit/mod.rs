@@ -259,6 +259,9 @@ pub trait AuditStore: Send + Sync + fmt::Debug {
     /// The events of `turn_id`, in seq order.
     fn replay(&self, turn_id: &str) -> Result<Vec<TurnPermissionAuditEvent>, AuditError>;
 
+    /// Every turn id with events, oldest first (by its first recorded event).
+    fn turns(&self) -> Result<Vec<String>, AuditError>;
+
     /// Persist a pending approval with exactly the request shown and the action it covers.
     fn save_pending(
         &self,

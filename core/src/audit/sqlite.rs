@@ -473,6 +473,19 @@ impl AuditStore for SqliteAuditStore {
         }
     }
 
+    fn turns(&self) -> Result<Vec<String>, AuditError> {
+        let conn = self.reader();
+        let mut stmt = conn
+            .prepare_cached("SELECT turn_id FROM audit_events GROUP BY turn_id ORDER BY MIN(rowid)")
+            .map_err(|e| self.sql(e))?;
+        let turns = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| self.sql(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.sql(e));
+        turns
+    }
+
     fn replay(&self, turn_id: &str) -> Result<Vec<TurnPermissionAuditEvent>, AuditError> {
         let conn = self.reader();
         let mut stmt = conn
