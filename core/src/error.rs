@@ -43,13 +43,17 @@ pub enum PolicyError {
         message: String,
     },
     /// A string was not an action kind's wire name.
-    #[error("unknown action kind `{0}` (expected one of file_read, file_write, shell_command, network, mcp_read, mcp_write_or_unknown, dynamic_skill_tool, computer_use, task_subagent, internal, unknown)")]
+    #[error(
+        "unknown action kind `{0}` (expected one of file_read, file_write, shell_command, network, mcp_read, mcp_write_or_unknown, dynamic_skill_tool, computer_use, task_subagent, internal, unknown)"
+    )]
     UnknownKind(String),
     /// A string was not `allow`, `ask` or `deny`.
     #[error("unknown effect `{0}` (expected allow, ask or deny)")]
     UnknownEffect(String),
     /// A string was not a permission mode.
-    #[error("unknown permission mode `{0}` (expected full_access, auto_accept_edits or supervised)")]
+    #[error(
+        "unknown permission mode `{0}` (expected full_access, auto_accept_edits or supervised)"
+    )]
     UnknownMode(String),
     /// A policy file could not be read.
     #[error("cannot read policy file {path}: {source}")]

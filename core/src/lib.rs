@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 pub mod action;
+pub mod check;
 pub mod error;
 pub mod policy;
 pub mod protocol;

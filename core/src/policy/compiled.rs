@@ -8,8 +8,8 @@ use globset::{Candidate, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 use crate::action::{Action, ActionKind, Effect};
 use crate::error::PolicyError;
 use crate::policy::normalize::{
-    InvalidTarget, basename, fold_case, fold_platform_separators, nfc,
-    normalize_network_target, normalize_path_lexically,
+    InvalidTarget, basename, fold_case, fold_platform_separators, nfc, normalize_network_target,
+    normalize_path_lexically,
 };
 use crate::policy::{Policy, Rule};
 use crate::shell;
@@ -60,7 +60,9 @@ impl RuleSet {
             }
             self.globs.matches_candidate_into(candidate, &mut hits);
             for &i in &hits {
-                let Some(entry) = self.entries.get(i) else { continue };
+                let Some(entry) = self.entries.get(i) else {
+                    continue;
+                };
                 let tool_ok = match (&entry.tool, tool) {
                     (None, _) => true,
                     (Some(m), Some(t)) => m.is_match(nfc(t).as_ref()),
@@ -109,7 +111,10 @@ struct Form {
 
 impl Form {
     fn new(candidates: Vec<String>) -> Form {
-        let folded = candidates.iter().map(|c| fold_case(c).into_owned()).collect();
+        let folded = candidates
+            .iter()
+            .map(|c| fold_case(c).into_owned())
+            .collect();
         Form {
             exact: candidates,
             folded,
@@ -286,7 +291,11 @@ impl CompiledPolicy {
     }
 
     fn invalid_target(&self) -> Verdict {
-        Verdict::without_rule(Effect::Deny, self.target_layer.clone(), Reason::InvalidTarget)
+        Verdict::without_rule(
+            Effect::Deny,
+            self.target_layer.clone(),
+            Reason::InvalidTarget,
+        )
     }
 
     fn forms(&self, kind: ActionKind, target: &str) -> Result<Targets, InvalidTarget> {
@@ -346,7 +355,11 @@ impl CompiledPolicy {
             (&rules.ask, Effect::Ask, Reason::AskRule),
             (&rules.allow, Effect::Allow, Reason::AllowRule),
         ] {
-            let texts = if set.folded { &form.folded } else { &form.exact };
+            let texts = if set.folded {
+                &form.folded
+            } else {
+                &form.exact
+            };
             if set.entries.is_empty() {
                 continue;
             }

@@ -13,7 +13,17 @@ use crate::policy::{Defaults, Policy};
 /// The three built-in permission modes. The derived order is strictness:
 /// `FullAccess < AutoAcceptEdits < Supervised`.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Default,
+    Serialize,
+    Deserialize,
     JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]

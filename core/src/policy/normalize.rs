@@ -119,6 +119,8 @@ pub struct NormalizedTarget {
     pub port: Option<u16>,
     /// The parsed address when the host is an IP literal.
     pub ip: Option<IpAddr>,
+    /// The URL's scheme (lowercase), or `None` for a `host[:port]` target.
+    pub scheme: Option<String>,
 }
 
 impl NormalizedTarget {
@@ -130,6 +132,9 @@ impl NormalizedTarget {
         })
     }
 }
+
+/// The [`InvalidTarget`] message for a URL that carries userinfo.
+pub const USERINFO: &str = "userinfo in URL";
 
 /// Normalize a network target: a URL (`scheme://...`) or `host[:port]`.
 ///
@@ -143,22 +148,28 @@ pub fn normalize_network_target(target: &str) -> Result<NormalizedTarget, Invali
     if target.contains('\0') {
         return Err(InvalidTarget("NUL byte in network target"));
     }
-    if target.chars().any(|c| c.is_whitespace() || c.is_control() || c == '\\') {
-        return Err(InvalidTarget("whitespace, control character or backslash in network target"));
+    if target
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control() || c == '\\')
+    {
+        return Err(InvalidTarget(
+            "whitespace, control character or backslash in network target",
+        ));
     }
-    let (url, explicit_port) = if target.contains("://") {
+    let (url, explicit_port, scheme) = if target.contains("://") {
         let url = url::Url::parse(target).map_err(|_| InvalidTarget("unparseable URL"))?;
         let port = url.port_or_known_default();
-        (url, port)
+        let scheme = Some(url.scheme().to_owned());
+        (url, port, scheme)
     } else {
         // `host:port` or bare `host`; a bracketed IPv6 literal may carry a port too.
         let (host, port) = split_host_port(target)?;
         let url = url::Url::parse(&format!("http://{host}/"))
             .map_err(|_| InvalidTarget("unparseable host"))?;
-        (url, port)
+        (url, port, None)
     };
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(InvalidTarget("userinfo in URL"));
+        return Err(InvalidTarget(USERINFO));
     }
     let (host, ip) = match url.host() {
         Some(url::Host::Domain(d)) => {
@@ -179,6 +190,7 @@ pub fn normalize_network_target(target: &str) -> Result<NormalizedTarget, Invali
         host,
         port: explicit_port,
         ip,
+        scheme,
     })
 }
 
@@ -205,10 +217,13 @@ fn split_host_port(target: &str) -> Result<(&str, Option<u16>), InvalidTarget> {
         if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
             return Err(InvalidTarget("invalid port"));
         }
-        p.parse::<u16>().map_err(|_| InvalidTarget("port out of range"))
+        p.parse::<u16>()
+            .map_err(|_| InvalidTarget("port out of range"))
     };
     if target.starts_with('[') {
-        let end = target.find(']').ok_or(InvalidTarget("unclosed IPv6 bracket"))?;
+        let end = target
+            .find(']')
+            .ok_or(InvalidTarget("unclosed IPv6 bracket"))?;
         let host = &target[..=end];
         return match &target[end + 1..] {
             "" => Ok((host, None)),
@@ -218,13 +233,18 @@ fn split_host_port(target: &str) -> Result<(&str, Option<u16>), InvalidTarget> {
             },
         };
     }
-    if target.contains('/') || target.contains('@') || target.contains('?') || target.contains('#') {
-        return Err(InvalidTarget("a host:port target must not carry a path, query or userinfo"));
+    if target.contains('/') || target.contains('@') || target.contains('?') || target.contains('#')
+    {
+        return Err(InvalidTarget(
+            "a host:port target must not carry a path, query or userinfo",
+        ));
     }
     match target.matches(':').count() {
         0 => Ok((target, None)),
         1 => {
-            let (host, port) = target.split_once(':').ok_or(InvalidTarget("invalid port"))?;
+            let (host, port) = target
+                .split_once(':')
+                .ok_or(InvalidTarget("invalid port"))?;
             Ok((host, Some(parse_port(port)?)))
         }
         _ => Err(InvalidTarget("an IPv6 literal must be bracketed")),
@@ -250,11 +270,26 @@ mod tests {
     #[test]
     fn network_spellings() {
         let host = |t: &str| normalize_network_target(t).map(|n| (n.host, n.port));
-        assert_eq!(host("http://2130706433/"), Ok(("127.0.0.1".into(), Some(80))));
-        assert_eq!(host("http://0x7f.1:8080/"), Ok(("127.0.0.1".into(), Some(8080))));
-        assert_eq!(host("[::ffff:127.0.0.1]:22"), Ok(("127.0.0.1".into(), Some(22))));
-        assert_eq!(host("API.Example.COM."), Ok(("api.example.com".into(), None)));
-        assert_eq!(host("bücher.de:443"), Ok(("xn--bcher-kva.de".into(), Some(443))));
+        assert_eq!(
+            host("http://2130706433/"),
+            Ok(("127.0.0.1".into(), Some(80)))
+        );
+        assert_eq!(
+            host("http://0x7f.1:8080/"),
+            Ok(("127.0.0.1".into(), Some(8080)))
+        );
+        assert_eq!(
+            host("[::ffff:127.0.0.1]:22"),
+            Ok(("127.0.0.1".into(), Some(22)))
+        );
+        assert_eq!(
+            host("API.Example.COM."),
+            Ok(("api.example.com".into(), None))
+        );
+        assert_eq!(
+            host("bücher.de:443"),
+            Ok(("xn--bcher-kva.de".into(), Some(443)))
+        );
         assert!(host("https://good.com@evil.com/").is_err());
         assert!(host("http://a b/").is_err());
     }
