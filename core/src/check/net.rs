@@ -287,6 +287,12 @@ impl<'a, R: Resolver> NetworkPolicyChecker<'a, R> {
 
     /// Judge a connection to `target` (a URL or `host[:port]`), called from `tool`.
     pub fn check(&self, target: &str, tool: Option<&str>) -> NetworkCheck {
+        if target
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '\\')
+        {
+            return self.deny(Reason::InvalidTarget, None, None);
+        }
         if let Some(i) = target.find("://") {
             let scheme = target[..i].to_ascii_lowercase();
             if scheme != "http" && scheme != "https" {
