@@ -155,6 +155,9 @@ impl<'a> FilePolicyChecker<'a> {
         } else {
             return self.deny(Reason::InvalidTarget, None, None);
         };
+        if too_long(&absolute) {
+            return self.deny(Reason::IoError, None, None);
+        }
         let Some(lexical) = lexical_path(&absolute) else {
             return self.deny(Reason::InvalidTarget, None, None);
         };
@@ -163,6 +166,9 @@ impl<'a> FilePolicyChecker<'a> {
             Ok(r) => r,
             Err(_) => return self.deny(Reason::IoError, Some(lexical), None),
         };
+        if too_long(&resolved) {
+            return self.deny(Reason::IoError, Some(lexical), None);
+        }
         let write = kind == ActionKind::FileWrite;
         let mut floor: Option<Verdict> = None;
         let mut governing_root = None;
@@ -261,6 +267,14 @@ impl<'a> FilePolicyChecker<'a> {
             .map_err(|_| io::Error::new(io::ErrorKind::PermissionDenied, "path left its root"))?;
         Ok(open_beneath(root, rel, write)?)
     }
+}
+
+/// ENAMETOOLONG, decided up front: the kernel refuses paths over `PATH_MAX` and names over
+/// `NAME_MAX`, and a path that no syscall saw whole (a missing tail) must not pass either.
+fn too_long(path: &Path) -> bool {
+    const PATH_MAX: usize = 4096;
+    const NAME_MAX: usize = 255;
+    path.as_os_str().len() >= PATH_MAX || path.iter().any(|c| c.len() > NAME_MAX)
 }
 
 fn relative_form(path: &Path, workspace: Option<&Path>) -> Option<String> {

@@ -23,6 +23,21 @@ use crate::verdict::{Reason, Verdict};
 /// The layer reported when the network boundary (not a policy rule) decided.
 pub const NETWORK_LAYER: &str = "sandbox.network";
 
+/// Longest URL accepted (longer ones are refused, not parsed).
+const MAX_TARGET_LEN: usize = 8 * 1024;
+
+/// A DNS name after IDNA: at most 253 bytes, labels of 1..=63 letters, digits, `-` or `_`.
+/// WHATWG hosts may hold `(`, `!`, `$`, ... that no resolver would ever answer for.
+fn is_dns_name(host: &str) -> bool {
+    host.len() <= 253
+        && host.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
 /// What kind of address a host is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum AddressClass {
@@ -287,6 +302,9 @@ impl<'a, R: Resolver> NetworkPolicyChecker<'a, R> {
 
     /// Judge a connection to `target` (a URL or `host[:port]`), called from `tool`.
     pub fn check(&self, target: &str, tool: Option<&str>) -> NetworkCheck {
+        if target.len() > MAX_TARGET_LEN {
+            return self.deny(Reason::InvalidTarget, None, None);
+        }
         if target
             .chars()
             .any(|c| c.is_whitespace() || c.is_control() || c == '\\')
@@ -314,6 +332,9 @@ impl<'a, R: Resolver> NetworkPolicyChecker<'a, R> {
             Err(e) if e.0 == USERINFO => return self.deny(Reason::Userinfo, None, None),
             Err(_) => return self.deny(Reason::InvalidTarget, None, None),
         };
+        if t.port == Some(0) || (t.ip.is_none() && !is_dns_name(&t.host)) {
+            return self.deny(Reason::InvalidTarget, None, None);
+        }
         if t.scheme
             .as_deref()
             .is_some_and(|s| s != "http" && s != "https")
