@@ -1,6 +1,8 @@
 //! Adversarial cases that need a real file system (symlinks, races), a fake resolver, or a
 //! whole spawn plan. Pure input→verdict cases live in `tests/conformance/checkers-*.json`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::net::IpAddr;
@@ -578,7 +580,7 @@ fn spawn_plan_enforces_every_step() {
         "cwd must be a directory"
     );
     assert_eq!(plan(&sb, &pr, "   ").verdict.reason, Reason::InvalidTarget);
-    assert_eq!(plan(&sb, &pr, "A=1 ls").argv[0].ends_with("sh"), true);
+    assert!(plan(&sb, &pr, "A=1 ls").argv[0].ends_with("sh"));
 }
 
 #[test]

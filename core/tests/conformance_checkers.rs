@@ -1,5 +1,7 @@
 //! Runs every `tests/conformance/checkers-*.json` vector file through the checkers.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
