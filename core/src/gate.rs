@@ -156,11 +156,85 @@ pub enum SpawnResult {
 }
 
 /// One checker evaluation: the verdict and the canonical target it judged.
-#[derive(Debug, Clone)]
-struct Evaluation {
-    verdict: Verdict,
-    /// The canonical target used for the approval scope and the stored action.
-    target: String,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evaluation {
+    /// The checker's (or, for kinds without a checker, the policy's) verdict.
+    pub verdict: Verdict,
+    /// The canonical target judged: the resolved path, `host:port`, or the command line as
+    /// given. Approval scopes and stored actions use it.
+    pub target: String,
+}
+
+/// Evaluate one call with the checker of its kind against `snapshot` and its compiled
+/// `policy`: files through the [`FilePolicyChecker`], network through the
+/// [`NetworkPolicyChecker`], shell commands through the [`ProcessSpawnPlan`], every other kind
+/// through the policy. This is what the gate enforces with, and what `turngate check` prints.
+pub fn evaluate(
+    snapshot: &TurnExecutionSecuritySnapshot,
+    policy: &CompiledPolicy,
+    inv: &ToolInvocation,
+) -> Evaluation {
+    let tool = inv.tool_name.as_deref();
+    match inv.kind {
+        ActionKind::FileRead | ActionKind::FileWrite => {
+            let FileCheck {
+                verdict,
+                lexical,
+                resolved,
+                ..
+            } = FilePolicyChecker::new(&snapshot.sandbox, policy).check(
+                inv.kind,
+                &inv.target,
+                tool,
+            );
+            let target = resolved
+                .or(lexical)
+                .map_or_else(|| inv.target.clone(), |p| p.to_string_lossy().into_owned());
+            Evaluation { verdict, target }
+        }
+        ActionKind::Network => {
+            let check =
+                NetworkPolicyChecker::new(&snapshot.network, policy).check(&inv.target, tool);
+            let target = check
+                .target
+                .as_ref()
+                .and_then(|t| t.host_port().or_else(|| Some(t.host.clone())))
+                .unwrap_or_else(|| inv.target.clone());
+            Evaluation {
+                verdict: check.verdict,
+                target,
+            }
+        }
+        ActionKind::ShellCommand => Evaluation {
+            verdict: plan(snapshot, policy, &inv.target, inv.cwd.as_deref(), tool).verdict,
+            target: inv.target.clone(),
+        },
+        _ => Evaluation {
+            verdict: policy.explain_parts(inv.kind, &inv.target, tool),
+            target: inv.target.clone(),
+        },
+    }
+}
+
+fn plan(
+    snapshot: &TurnExecutionSecuritySnapshot,
+    policy: &CompiledPolicy,
+    command_line: &str,
+    cwd: Option<&Path>,
+    tool: Option<&str>,
+) -> ProcessSpawnPlan {
+    ProcessSpawnPlan::build(
+        &snapshot.sandbox,
+        &snapshot.process,
+        policy,
+        SpawnRequest {
+            command_line,
+            cwd,
+            env: std::env::vars_os().collect::<Vec<(OsString, OsString)>>(),
+            timeout_ms: None,
+            tool,
+        },
+    )
 }
 
 /// The gate of one turn. Cheap to share behind an `Arc`; every method takes `&self`.
@@ -297,64 +371,12 @@ impl Gate {
     }
 
     fn plan(&self, command_line: &str, cwd: Option<&Path>, tool: Option<&str>) -> ProcessSpawnPlan {
-        ProcessSpawnPlan::build(
-            &self.snapshot.sandbox,
-            &self.snapshot.process,
-            &self.policy,
-            SpawnRequest {
-                command_line,
-                cwd,
-                env: std::env::vars_os().collect::<Vec<(OsString, OsString)>>(),
-                timeout_ms: None,
-                tool,
-            },
-        )
+        plan(&self.snapshot, &self.policy, command_line, cwd, tool)
     }
 
     /// Evaluate one call with the checker of its kind, without recording or asking.
-    pub fn evaluate(&self, inv: &ToolInvocation) -> Verdict {
-        self.evaluate_inner(inv).verdict
-    }
-
-    fn evaluate_inner(&self, inv: &ToolInvocation) -> Evaluation {
-        let tool = inv.tool_name.as_deref();
-        match inv.kind {
-            ActionKind::FileRead | ActionKind::FileWrite => {
-                let FileCheck {
-                    verdict,
-                    lexical,
-                    resolved,
-                    ..
-                } = self.file_checker().check(inv.kind, &inv.target, tool);
-                let target = resolved
-                    .or(lexical)
-                    .map_or_else(|| inv.target.clone(), |p| p.to_string_lossy().into_owned());
-                Evaluation { verdict, target }
-            }
-            ActionKind::Network => {
-                let check = self.net_checker().check(&inv.target, tool);
-                let target = check
-                    .target
-                    .as_ref()
-                    .and_then(|t| t.host_port().or_else(|| Some(t.host.clone())))
-                    .unwrap_or_else(|| inv.target.clone());
-                Evaluation {
-                    verdict: check.verdict,
-                    target,
-                }
-            }
-            ActionKind::ShellCommand => {
-                let plan = self.plan(&inv.target, inv.cwd.as_deref(), tool);
-                Evaluation {
-                    verdict: plan.verdict,
-                    target: inv.target.clone(),
-                }
-            }
-            _ => Evaluation {
-                verdict: self.policy.explain_parts(inv.kind, &inv.target, tool),
-                target: inv.target.clone(),
-            },
-        }
+    pub fn evaluate(&self, inv: &ToolInvocation) -> Evaluation {
+        evaluate(&self.snapshot, &self.policy, inv)
     }
 
     fn deny(
@@ -393,7 +415,7 @@ impl Gate {
 
     /// Decide one call: evaluate, consult grants, ask the approver on ask, re-check, record.
     pub async fn authorize(&self, inv: &ToolInvocation) -> Result<Authorization, GateError> {
-        let eval = self.evaluate_inner(inv);
+        let eval = self.evaluate(inv);
         let action = Action {
             kind: inv.kind,
             target: eval.target.clone(),
@@ -502,7 +524,7 @@ impl Gate {
                     tool_name: action.tool.clone(),
                     ..inv.clone()
                 };
-                let recheck = self.evaluate_inner(&recheck_inv);
+                let recheck = self.evaluate(&recheck_inv);
                 if recheck.verdict.effect == Effect::Deny {
                     self.record(
                         AuditEventKind::ApprovalResolved,
@@ -605,7 +627,7 @@ impl Gate {
             tool_id: None,
             cwd: None,
         };
-        let verdict = self.evaluate_inner(&inv).verdict;
+        let verdict = self.evaluate(&inv).verdict;
         let decision = if verdict.effect == Effect::Deny {
             Decision::deny(describe(&verdict))
         } else {
