@@ -342,6 +342,7 @@ impl Gate {
         event
     }
 
+    #[allow(clippy::too_many_arguments)] // one audit row's fields, named at every call site
     fn record(
         &self,
         kind: AuditEventKind,

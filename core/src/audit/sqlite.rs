@@ -478,12 +478,11 @@ impl AuditStore for SqliteAuditStore {
         let mut stmt = conn
             .prepare_cached("SELECT turn_id FROM audit_events GROUP BY turn_id ORDER BY MIN(rowid)")
             .map_err(|e| self.sql(e))?;
-        let turns = stmt
+        let rows: Result<Vec<String>, rusqlite::Error> = stmt
             .query_map([], |r| r.get::<_, String>(0))
             .map_err(|e| self.sql(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.sql(e));
-        turns
+            .collect();
+        rows.map_err(|e| self.sql(e))
     }
 
     fn replay(&self, turn_id: &str) -> Result<Vec<TurnPermissionAuditEvent>, AuditError> {
