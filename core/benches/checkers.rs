@@ -11,8 +11,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use turngate::check::{FilePolicyChecker, NetworkPolicyChecker, ProcessSpawnPlan, SpawnRequest};
 use turngate::protocol::{
     BackendRequirement, EnvInheritance, FilesystemEntry, FsAccess, FsProvenance, NetworkMode,
-    SandboxBackendKind, SandboxMode, TmpPolicy, TurnFilesystemSnapshot,
-    TurnNetworkPolicySnapshot, TurnProcessPolicySnapshot, TurnSandboxSnapshot,
+    SandboxBackendKind, SandboxMode, TmpPolicy, TurnFilesystemSnapshot, TurnNetworkPolicySnapshot,
+    TurnProcessPolicySnapshot, TurnSandboxSnapshot,
 };
 use turngate::{ActionKind, CompiledPolicy, Policy};
 
@@ -64,6 +64,9 @@ fn bench_file(c: &mut Criterion) {
                 .unwrap()
         })
     });
+    g.bench_function("policy_explain_only", |b| {
+        b.iter(|| policy.explain_parts(ActionKind::FileRead, black_box("src/check/file.rs"), None))
+    });
     g.bench_function("check_read", |b| {
         b.iter(|| checker.check(ActionKind::FileRead, black_box("src/check/file.rs"), None))
     });
@@ -71,7 +74,11 @@ fn bench_file(c: &mut Criterion) {
         b.iter(|| checker.check(ActionKind::FileWrite, black_box("src/check/new.rs"), None))
     });
     g.bench_function("open_read", |b| {
-        b.iter(|| checker.open_read(black_box("src/check/file.rs"), None).unwrap())
+        b.iter(|| {
+            checker
+                .open_read(black_box("src/check/file.rs"), None)
+                .unwrap()
+        })
     });
     g.finish();
 }
@@ -85,7 +92,9 @@ fn bench_net(c: &mut Criterion) {
     g.bench_function("baseline_url_parse", |b| {
         b.iter(|| url::Url::parse(black_box(url)).unwrap())
     });
-    g.bench_function("check_url", |b| b.iter(|| checker.check(black_box(url), None)));
+    g.bench_function("check_url", |b| {
+        b.iter(|| checker.check(black_box(url), None))
+    });
     g.bench_function("check_ip_spelling", |b| {
         b.iter(|| checker.check(black_box("http://0x7f.1:8080/"), None))
     });
@@ -95,8 +104,7 @@ fn bench_net(c: &mut Criterion) {
 fn bench_shell(c: &mut Criterion) {
     let policy = policy();
     let plain = "cargo test -p turngate --lib";
-    let compound =
-        "cd core && cargo build --release 2>&1 | grep -v warning && sudo -u ci timeout 60 bash -lc 'cargo test -q' || echo failed";
+    let compound = "cd core && cargo build --release 2>&1 | grep -v warning && sudo -u ci timeout 60 bash -lc 'cargo test -q' || echo failed";
     let mut g = c.benchmark_group("shell");
     g.bench_function("parse_plain_fast_path", |b| {
         b.iter(|| turngate::shell::parse_command_line(black_box(plain)))
