@@ -64,6 +64,9 @@ fn bench_file(c: &mut Criterion) {
                 .unwrap()
         })
     });
+    g.bench_function("policy_explain_only", |b| {
+        b.iter(|| policy.explain_parts(ActionKind::FileRead, black_box("src/check/file.rs"), None))
+    });
     g.bench_function("check_read", |b| {
         b.iter(|| checker.check(ActionKind::FileRead, black_box("src/check/file.rs"), None))
     });

@@ -210,9 +210,13 @@ impl<'a> FilePolicyChecker<'a> {
         let (Some(lexical_form), Some(resolved_form)) = (lexical_form, resolved_form) else {
             return self.deny(Reason::InvalidTarget, Some(lexical), Some(resolved));
         };
-        let policy = self
-            .policy
-            .explain_forms(kind, &[&lexical_form, &resolved_form], tool);
+        // Without a symlink both spellings are equal; evaluate it once.
+        let policy = if lexical_form == resolved_form {
+            self.policy.explain_forms(kind, &[&lexical_form], tool)
+        } else {
+            self.policy
+                .explain_forms(kind, &[&lexical_form, &resolved_form], tool)
+        };
         let verdict = match floor {
             Some(floor) => floor.stricter(policy),
             None => policy,
