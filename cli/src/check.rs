@@ -1,14 +1,16 @@
-//! `turngate check`: one action against the turn's snapshot, through the same evaluation the
-//! gate enforces with.
+//! `turngate check`: one action against the turn's snapshot, through exactly the evaluation
+//! the gate enforces with (`turngate::gate::evaluate`).
 
 use serde_json::{Value, json};
+use turngate::gate::{ToolInvocation, evaluate};
 use turngate::protocol::TurnExecutionSecuritySnapshot;
 use turngate::{ActionKind, CompiledPolicy, Verdict};
 
-/// A verdict plus the normalized target forms that were judged.
+/// A verdict plus the normalized target that was judged.
 pub struct Outcome {
     pub verdict: Verdict,
-    pub target: Value,
+    pub input: String,
+    pub normalized: String,
 }
 
 impl Outcome {
@@ -18,7 +20,7 @@ impl Outcome {
             "rule": self.verdict.rule,
             "layer": &*self.verdict.layer,
             "reason": self.verdict.reason,
-            "target": self.target,
+            "target": {"input": self.input, "normalized": self.normalized},
         })
     }
 
@@ -27,11 +29,12 @@ impl Outcome {
             format!("{} {} {}", r.kind, r.effect, r.pattern)
         });
         format!(
-            "{}  layer={} rule={} reason={}",
+            "{}  layer={} rule={} reason={} target={}",
             self.verdict.effect,
             self.verdict.layer,
             rule,
-            self.verdict.reason.as_str()
+            self.verdict.reason.as_str(),
+            self.normalized
         )
     }
 }
@@ -43,9 +46,12 @@ pub fn check(
     tool: Option<&str>,
 ) -> Result<Outcome, turngate::PolicyError> {
     let policy = CompiledPolicy::new(snapshot.permission_profile.effective_policy.clone())?;
-    let verdict = policy.explain_parts(kind, target, tool);
+    let mut inv = ToolInvocation::new(kind, target);
+    inv.tool_name = tool.map(str::to_owned);
+    let evaluation = evaluate(snapshot, &policy, &inv);
     Ok(Outcome {
-        verdict,
-        target: json!({ "input": target }),
+        verdict: evaluation.verdict,
+        input: target.to_owned(),
+        normalized: evaluation.target,
     })
 }

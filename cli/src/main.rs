@@ -4,12 +4,17 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
 use clap::{Args, Parser, Subcommand};
+use turngate::audit::AuditStore;
+use turngate::gate::Gate;
 use turngate::protocol::{TurnPermissionProfileSelection, TurnPermissionProfileSource};
 use turngate::snapshot::{ResolveContext, resolve};
 use turngate::{ActionKind, Effect, PermissionMode, Policy};
 
 mod check;
+mod session;
 
 /// Exit status for a usage error or bad input.
 const EXIT_USAGE: u8 = 1;
@@ -33,6 +38,86 @@ enum Command {
     Snapshot(SnapshotArgs),
     /// Print the JSON Schemas of the policy file and the protocol types.
     Schema(SchemaArgs),
+    /// Resolve the turn, check the command and run it under the sandbox. Exits with the
+    /// command's status, or 126 when it is denied.
+    Run(RunArgs),
+    /// Print a turn's timeline rows (default: the latest turn), through the shared reducer.
+    Audit(AuditArgs),
+    /// Show and resolve durable pending approvals.
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
+}
+
+#[derive(Debug, Args)]
+struct StoreArgs {
+    /// The SQLite store (default: $XDG_STATE_HOME/turngate/audit.db or
+    /// ~/.local/state/turngate/audit.db).
+    #[arg(long, value_name = "FILE")]
+    store: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    #[command(flatten)]
+    profile: ProfileArgs,
+    #[command(flatten)]
+    store: StoreArgs,
+    /// Allow connecting to HOST (a policy allow rule; see docs for what the sandbox enforces).
+    #[arg(long = "allow-net", value_name = "HOST")]
+    allow_net: Vec<String>,
+    /// Who answers asks: tty (default on a terminal), allow, deny (default otherwise), defer.
+    #[arg(long, value_enum)]
+    approver: Option<session::ApproverChoice>,
+    /// The turn id recorded in the audit log (default: a fresh one).
+    #[arg(long)]
+    turn: Option<String>,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct AuditArgs {
+    #[command(flatten)]
+    store: StoreArgs,
+    /// The turn (default: the latest).
+    #[arg(long)]
+    turn: Option<String>,
+    /// Print the rows as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum ApprovalsCommand {
+    /// List pending approval requests.
+    List {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Resolve a request: allow_once, allow_for_turn, deny, cancelled or expired. The first
+    /// resolution wins.
+    Resolve {
+        /// The request id.
+        id: String,
+        /// The resolution.
+        resolution: String,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Run a deferred command whose waiting `run` is gone: exactly the command shown,
+    /// re-checked against the policy (give the same --mode/--policy/--workspace as the run).
+    Resume {
+        /// The request id.
+        id: String,
+        #[command(flatten)]
+        profile: ProfileArgs,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
 }
 
 /// How the turn's profile is selected.
@@ -107,14 +192,33 @@ fn resolve_turn(
     profile: &ProfileArgs,
     cwd: Option<&Path>,
 ) -> Result<turngate::protocol::TurnExecutionSecuritySnapshot, CliError> {
+    resolve_turn_with(profile, cwd, &[])
+}
+
+fn resolve_turn_with(
+    profile: &ProfileArgs,
+    cwd: Option<&Path>,
+    allow_net: &[String],
+) -> Result<turngate::protocol::TurnExecutionSecuritySnapshot, CliError> {
     let mode = match &profile.mode {
         Some(m) => Some(m.parse::<PermissionMode>()?),
         None => None,
     };
-    let policy = match &profile.policy {
+    let mut policy = match &profile.policy {
         Some(file) => Some(Policy::from_path(file)?),
         None => None,
     };
+    if !allow_net.is_empty() {
+        let mut layer = Policy::new().layer("cli");
+        for host in allow_net {
+            layer = layer.allow_net(host);
+        }
+        // A layer without defaults: `network` there is deny, which only tightens.
+        policy = Some(match policy {
+            Some(p) => p.merge(layer),
+            None => layer,
+        });
+    }
     let selection =
         (mode.is_some() || policy.is_some()).then_some(TurnPermissionProfileSelection {
             mode,
@@ -148,6 +252,59 @@ fn run_check(args: &CheckArgs) -> Result<u8, CliError> {
         Effect::Ask => 2,
         Effect::Deny => 3,
     })
+}
+
+fn gate_for(
+    profile: &ProfileArgs,
+    allow_net: &[String],
+    store: &Arc<turngate::audit::SqliteAuditStore>,
+    approver: Option<session::ApproverChoice>,
+    turn: Option<&str>,
+) -> Result<Gate, CliError> {
+    let snapshot = resolve_turn_with(profile, None, allow_net)?;
+    let turn = turn.map_or_else(
+        || {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
+            format!("run-{now}-{}", std::process::id())
+        },
+        str::to_owned,
+    );
+    Ok(Gate::new(
+        turn,
+        snapshot,
+        store.clone(),
+        session::approver(approver),
+    )?)
+}
+
+fn run_run(args: &RunArgs) -> Result<u8, CliError> {
+    let store = session::open_store(args.store.store.as_ref())?;
+    let gate = gate_for(
+        &args.profile,
+        &args.allow_net,
+        &store,
+        args.approver,
+        args.turn.as_deref(),
+    )?;
+    session::run(&gate, store.as_ref(), &args.command)
+}
+
+fn run_resume(id: &str, profile: &ProfileArgs, store: &Option<PathBuf>) -> Result<u8, CliError> {
+    let store = session::open_store(store.as_ref())?;
+    let turn = store
+        .approval(id)?
+        .map(|a| a.request.turn_id)
+        .ok_or_else(|| CliError(format!("no approval request `{id}` in the store")))?;
+    let gate = gate_for(
+        profile,
+        &[],
+        &store,
+        Some(session::ApproverChoice::Deny),
+        Some(&turn),
+    )?;
+    session::resume(&gate, id)
 }
 
 fn run_snapshot(args: &SnapshotArgs) -> Result<u8, CliError> {
@@ -201,6 +358,22 @@ fn main() -> ExitCode {
         Command::Check(args) => run_check(args),
         Command::Snapshot(args) => run_snapshot(args),
         Command::Schema(args) => run_schema(args),
+        Command::Run(args) => run_run(args),
+        Command::Audit(args) => session::open_store(args.store.store.as_ref())
+            .and_then(|store| session::audit(store.as_ref(), args.turn.as_deref(), args.json)),
+        Command::Approvals(ApprovalsCommand::List { store, json }) => {
+            session::open_store(store.store.as_ref())
+                .and_then(|store| session::list(store.as_ref(), *json))
+        }
+        Command::Approvals(ApprovalsCommand::Resolve {
+            id,
+            resolution,
+            store,
+        }) => session::open_store(store.store.as_ref())
+            .and_then(|store| session::resolve(store.as_ref(), id, resolution)),
+        Command::Approvals(ApprovalsCommand::Resume { id, profile, store }) => {
+            run_resume(id, profile, &store.store)
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -4,7 +4,9 @@
 pub mod action;
 pub mod approval;
 pub mod audit;
+pub mod check;
 pub mod error;
+pub mod gate;
 pub mod policy;
 pub mod probe;
 pub mod protocol;

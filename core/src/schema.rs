@@ -62,6 +62,18 @@ pub fn all() -> Vec<(&'static str, serde_json::Value)> {
         ),
         ("TurnSandboxSnapshot", schema::<TurnSandboxSnapshot>()),
         (
+            "TurnPermissionApprovalRequest",
+            schema::<crate::approval::TurnPermissionApprovalRequest>(),
+        ),
+        (
+            "TurnPermissionAuditEvent",
+            schema::<crate::audit::TurnPermissionAuditEvent>(),
+        ),
+        (
+            "ApprovalNotification",
+            schema::<crate::approval::ApprovalNotification>(),
+        ),
+        (
             "TurnSecurityBackendSnapshot",
             schema::<TurnSecurityBackendSnapshot>(),
         ),

@@ -32,6 +32,40 @@ pub enum Reason {
     /// A shell construct that cannot be resolved statically (command substitution, `eval`,
     /// variable in command position, unparseable input). Never weaker than ask.
     UnresolvedShellConstruct,
+    /// The path lies outside every root of the turn's sandbox.
+    OutsideRoots,
+    /// A write under a read-only root (an ask when the mode itself made a workspace or project root read-only).
+    ReadOnlyRoot,
+    /// The path is inside a root, but a symlink resolves it outside every root.
+    SymlinkEscape,
+    /// Resolving the path failed (ENOTDIR, ENAMETOOLONG, EACCES, ELOOP, ...). Fails closed.
+    IoError,
+    /// A URL scheme other than http or https.
+    UnsupportedScheme,
+    /// A URL carrying userinfo (`user:pass@host`), which names two hosts to two readers.
+    Userinfo,
+    /// The turn's network is disabled; a connection needs a grant.
+    NetworkDisabled,
+    /// The host is on the turn's denied-domain list.
+    DeniedDomain,
+    /// The turn's network is restricted and the host is not on the allowed-domain list.
+    NotAllowlisted,
+    /// A loopback or unspecified address (or a localhost name) while localhost is not allowed.
+    LocalhostBlocked,
+    /// A private, link-local or reserved address that no explicit rule allows.
+    PrivateAddress,
+    /// A cloud metadata endpoint (169.254.169.254, fd00:ec2::254, ...). Always refused.
+    MetadataAddress,
+    /// The port is not on the turn's allowed TCP port list.
+    PortNotAllowed,
+    /// A DNS answer fell in a forbidden address range, or resolution failed.
+    DnsRefused,
+    /// Shell commands are disabled for this turn.
+    ShellDisabled,
+    /// A simple command matched the turn's denied commands.
+    DeniedCommand,
+    /// A simple command is outside the turn's allowed command families.
+    NotInCommandFamily,
 }
 
 impl Reason {
@@ -44,6 +78,23 @@ impl Reason {
             Reason::Default => "default",
             Reason::InvalidTarget => "invalid_target",
             Reason::UnresolvedShellConstruct => "unresolved_shell_construct",
+            Reason::OutsideRoots => "outside_roots",
+            Reason::ReadOnlyRoot => "read_only_root",
+            Reason::SymlinkEscape => "symlink_escape",
+            Reason::IoError => "io_error",
+            Reason::UnsupportedScheme => "unsupported_scheme",
+            Reason::Userinfo => "userinfo",
+            Reason::NetworkDisabled => "network_disabled",
+            Reason::DeniedDomain => "denied_domain",
+            Reason::NotAllowlisted => "not_allowlisted",
+            Reason::LocalhostBlocked => "localhost_blocked",
+            Reason::PrivateAddress => "private_address",
+            Reason::MetadataAddress => "metadata_address",
+            Reason::PortNotAllowed => "port_not_allowed",
+            Reason::DnsRefused => "dns_refused",
+            Reason::ShellDisabled => "shell_disabled",
+            Reason::DeniedCommand => "denied_command",
+            Reason::NotInCommandFamily => "not_in_command_family",
         }
     }
 }

@@ -18,7 +18,12 @@ from conftest import CONFORMANCE
 
 # Suites this runner knows nothing about yet, each with the reason. Any other unknown suite
 # found on disk is a failure (see test_every_suite_on_disk_is_run).
-NOT_RUN_HERE: dict[str, str] = {}
+NOT_RUN_HERE: dict[str, str] = {
+    "checkers_env": "the checkers (core/src/check) landed on main after this runner; the facade "
+    "and the Python package do not wrap them yet (issue 9 follow-up)",
+    "checkers_network": "the checkers are not wrapped by the facade yet (issue 9 follow-up)",
+    "checkers_shell": "the checkers are not wrapped by the facade yet (issue 9 follow-up)",
+}
 
 
 def _load(path: Path) -> dict[str, Any]:

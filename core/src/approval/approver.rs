@@ -99,6 +99,17 @@ impl Approver for DenyAll {
     }
 }
 
+/// Defers every ask: the request is persisted and the run pauses until another process (or a
+/// person, hours later) resolves it with `resume_with_decision`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DeferAll;
+
+impl Approver for DeferAll {
+    fn decide<'a>(&'a self, _ctx: &'a ApprovalContext) -> DecisionFuture<'a> {
+        Box::pin(async { Decision::Defer })
+    }
+}
+
 /// Prompts on a terminal (or any injected reader/writer): the answer `y` approves, anything
 /// else (including end of input and `Y`) denies.
 ///

@@ -12,8 +12,8 @@ mod scope;
 
 pub use approver::{
     ApprovalContext, ApprovalError, ApprovalResult, ApproveAll, Approver, BrokerApprover, Decision,
-    DecisionFuture, DenialSource, DenyAll, RejectedRule, StdinApprover, decide_and_check, recheck,
-    resume_with_decision,
+    DecisionFuture, DeferAll, DenialSource, DenyAll, RejectedRule, StdinApprover, decide_and_check,
+    recheck, resume_with_decision,
 };
 pub use broker::{
     ApprovalBroker, BrokerError, NotificationStream, PendingApproval, RespondOutcome,

@@ -19,36 +19,9 @@ use crate::policy::PermissionMode;
 
 pub use sqlite::{SCHEMA_VERSION, SqliteAuditStore};
 
-/// Where a turn's permission profile came from.
-///
-/// Defined here for the audit rows; the snapshot module carries the same wire names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ProfileSource {
-    /// Picked in the composer by the person.
-    Composer,
-    /// No profile was picked; the default applied.
-    Defaulted,
-    /// Inherited from the parent turn.
-    InheritedFromParentTurn,
-    /// Narrowed by a task's permission cap.
-    TaskPermissionCap,
-    /// Set by the system.
-    System,
-}
-
-impl ProfileSource {
-    /// The snake_case wire name.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ProfileSource::Composer => "composer",
-            ProfileSource::Defaulted => "defaulted",
-            ProfileSource::InheritedFromParentTurn => "inherited_from_parent_turn",
-            ProfileSource::TaskPermissionCap => "task_permission_cap",
-            ProfileSource::System => "system",
-        }
-    }
-}
+/// Where a turn's permission profile came from: the protocol's own type, so audit rows and
+/// snapshots share one set of wire names.
+pub use crate::protocol::TurnPermissionProfileSource as ProfileSource;
 
 /// What an audit event records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -285,6 +258,9 @@ pub trait AuditStore: Send + Sync + fmt::Debug {
 
     /// The events of `turn_id`, in seq order.
     fn replay(&self, turn_id: &str) -> Result<Vec<TurnPermissionAuditEvent>, AuditError>;
+
+    /// Every turn id with events, oldest first (by its first recorded event).
+    fn turns(&self) -> Result<Vec<String>, AuditError>;
 
     /// Persist a pending approval with exactly the request shown and the action it covers.
     fn save_pending(

@@ -473,6 +473,18 @@ impl AuditStore for SqliteAuditStore {
         }
     }
 
+    fn turns(&self) -> Result<Vec<String>, AuditError> {
+        let conn = self.reader();
+        let mut stmt = conn
+            .prepare_cached("SELECT turn_id FROM audit_events GROUP BY turn_id ORDER BY MIN(rowid)")
+            .map_err(|e| self.sql(e))?;
+        let rows: Result<Vec<String>, rusqlite::Error> = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| self.sql(e))?
+            .collect();
+        rows.map_err(|e| self.sql(e))
+    }
+
     fn replay(&self, turn_id: &str) -> Result<Vec<TurnPermissionAuditEvent>, AuditError> {
         let conn = self.reader();
         let mut stmt = conn

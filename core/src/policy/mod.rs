@@ -18,7 +18,9 @@ use crate::action::{ActionKind, Effect};
 
 pub use compiled::CompiledPolicy;
 pub use mode::PermissionMode;
-pub use normalize::{NormalizedTarget, normalize_network_target, normalize_path_lexically};
+pub use normalize::{
+    InvalidTarget, NormalizedTarget, USERINFO, normalize_network_target, normalize_path_lexically,
+};
 
 /// One glob rule: actions of `kind` whose target matches `pattern` (and whose tool name matches
 /// `tool`, when given) get `effect`.

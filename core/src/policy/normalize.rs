@@ -119,6 +119,8 @@ pub struct NormalizedTarget {
     pub port: Option<u16>,
     /// The parsed address when the host is an IP literal.
     pub ip: Option<IpAddr>,
+    /// The URL's scheme (lowercase), or `None` for a `host[:port]` target.
+    pub scheme: Option<String>,
 }
 
 impl NormalizedTarget {
@@ -130,6 +132,9 @@ impl NormalizedTarget {
         })
     }
 }
+
+/// The [`InvalidTarget`] message for a URL that carries userinfo.
+pub const USERINFO: &str = "userinfo in URL";
 
 /// Normalize a network target: a URL (`scheme://...`) or `host[:port]`.
 ///
@@ -151,19 +156,20 @@ pub fn normalize_network_target(target: &str) -> Result<NormalizedTarget, Invali
             "whitespace, control character or backslash in network target",
         ));
     }
-    let (url, explicit_port) = if target.contains("://") {
+    let (url, explicit_port, scheme) = if target.contains("://") {
         let url = url::Url::parse(target).map_err(|_| InvalidTarget("unparseable URL"))?;
         let port = url.port_or_known_default();
-        (url, port)
+        let scheme = Some(url.scheme().to_owned());
+        (url, port, scheme)
     } else {
         // `host:port` or bare `host`; a bracketed IPv6 literal may carry a port too.
         let (host, port) = split_host_port(target)?;
         let url = url::Url::parse(&format!("http://{host}/"))
             .map_err(|_| InvalidTarget("unparseable host"))?;
-        (url, port)
+        (url, port, None)
     };
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(InvalidTarget("userinfo in URL"));
+        return Err(InvalidTarget(USERINFO));
     }
     let (host, ip) = match url.host() {
         Some(url::Host::Domain(d)) => {
@@ -184,6 +190,7 @@ pub fn normalize_network_target(target: &str) -> Result<NormalizedTarget, Invali
         host,
         port: explicit_port,
         ip,
+        scheme,
     })
 }
 

@@ -2,13 +2,27 @@
 //!
 //! This module decides nothing; it reports every simple command it can resolve statically and
 //! every construct it cannot (`unresolved`), so the policy can make the latter ask at least.
+//!
+//! Plain lines (words of safe characters separated by blanks) take a fast path without a
+//! parser. Everything else is parsed with tree-sitter-bash and walked completely: pipelines,
+//! lists, subshells, compound statements, functions, `if`/`while`/`for`/`case`, redirections,
+//! command and process substitutions. Quoting is resolved (`\rm`, `'r'm`, `"rm"` and
+//! `$'\x72m'` are all `rm`). `sh -c`/`bash -lc` strings are parsed recursively, wrappers
+//! (`env`, `sudo`, `timeout`, `xargs`, ...) are unwrapped, and `find -exec` commands are
+//! reported. `find -delete` is reported as a synthetic `rm` command (with the `find` arguments
+//! as its arguments), so a policy that denies or asks for `rm` also covers it.
+
+mod wrappers;
+
+use tree_sitter::{Node, Parser};
 
 /// One simple command, with quoting removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SimpleCommand {
     /// The program as written, unquoted (`/usr/bin/rm`, `rm`).
     pub program: String,
-    /// The arguments, unquoted.
+    /// The arguments, unquoted (an argument that cannot be resolved statically keeps its
+    /// source text).
     pub args: Vec<String>,
 }
 
@@ -19,46 +33,504 @@ pub struct ParsedCommandLine {
     pub commands: Vec<SimpleCommand>,
     /// Constructs that cannot be resolved statically, by name (`command_substitution`, ...).
     pub unresolved: Vec<&'static str>,
+    /// True when the line took the fast path: plain words, no quoting, operators or
+    /// expansions, so `commands[0]` is exactly what an `execve` of the words would run.
+    pub plain: bool,
 }
+
+impl ParsedCommandLine {
+    fn unresolved(&mut self, what: &'static str) {
+        if !self.unresolved.contains(&what) {
+            self.unresolved.push(what);
+        }
+    }
+}
+
+/// Longest command line parsed; longer ones are reported as `too_long`.
+pub const MAX_LINE_LEN: usize = 256 * 1024;
+/// Deepest nesting of `sh -c` strings, wrappers and syntax followed.
+const MAX_DEPTH: usize = 64;
 
 /// Characters after which a plain whitespace split no longer describes what a shell would do.
 fn is_plain_word_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"_./-=:,+@%^".contains(&b)
+    b.is_ascii_alphanumeric() || b"_./-=:,+@%".contains(&b)
+}
+
+/// Bash reserved words: a plain line starting with one is not a simple command.
+const RESERVED: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do",
+    "done", "in", "function", "time", "coproc", "{", "}", "!", "[[", "]]",
+];
+
+/// Names whose assignment changes which program runs or injects code into it.
+pub fn is_injection_variable(name: &str) -> bool {
+    crate::check::env::injection_reason(name).is_some()
 }
 
 /// Parse a command line.
 ///
-/// This conservative parser resolves only plain lines (words of safe characters separated by
-/// spaces or tabs). Anything else, any quoting, operator, expansion or redirection, is
-/// reported as `unresolved`, so it can never be allowed without asking.
+/// Never panics: unparseable input, parser failures and over-long or over-deep input are
+/// reported in `unresolved`.
 pub fn parse_command_line(line: &str) -> ParsedCommandLine {
     let mut parsed = ParsedCommandLine::default();
-    let plain = line
-        .bytes()
-        .all(|b| b == b' ' || b == b'\t' || is_plain_word_byte(b));
-    let mut words = line.split([' ', '\t']).filter(|w| !w.is_empty());
-    if !plain {
-        parsed.unresolved.push("complex_command_line");
-        return parsed;
-    }
-    // Leading `NAME=value` assignments set the environment; the program follows them.
-    let program = words.by_ref().find(|w| !is_assignment(w));
-    if let Some(program) = program {
-        parsed.commands.push(SimpleCommand {
-            program: program.to_owned(),
-            args: words.map(str::to_owned).collect(),
-        });
-    }
+    parse_into(line, 0, &mut parsed);
+    parsed.plain = parsed.unresolved.is_empty() && is_plain_line(line);
     parsed
 }
 
-fn is_assignment(word: &str) -> bool {
+fn is_plain_line(line: &str) -> bool {
+    line.bytes()
+        .all(|b| b == b' ' || b == b'\t' || is_plain_word_byte(b))
+}
+
+fn parse_into(line: &str, depth: usize, out: &mut ParsedCommandLine) {
+    if depth > MAX_DEPTH {
+        out.unresolved("nesting_too_deep");
+        return;
+    }
+    if line.len() > MAX_LINE_LEN {
+        out.unresolved("too_long");
+        return;
+    }
+    if line.contains('\0') {
+        out.unresolved("nul_byte");
+        return;
+    }
+    if is_plain_line(line) {
+        let words: Vec<Word> = line
+            .split([' ', '\t'])
+            .filter(|w| !w.is_empty())
+            .map(|w| Word::literal(w.to_owned()))
+            .collect();
+        let first_program = words
+            .iter()
+            .find(|w| !w.text.as_deref().is_some_and(is_assignment))
+            .and_then(|w| w.text.as_deref());
+        if !first_program.is_some_and(|p| RESERVED.contains(&p)) {
+            simple_command(words, depth, out);
+            return;
+        }
+    }
+    if continuation_inside_word(line) {
+        out.unresolved("line_continuation_in_word");
+    }
+    let mut parser = Parser::new();
+    if parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .is_err()
+    {
+        out.unresolved("parser_unavailable");
+        return;
+    }
+    let Some(tree) = parser.parse(line, None) else {
+        out.unresolved("parse_error");
+        return;
+    };
+    let mut walker = Walker {
+        src: line.as_bytes(),
+        depth,
+        out,
+    };
+    walker.walk(tree.root_node(), 0);
+}
+
+/// A backslash-newline with a non-blank on both sides (`r\\<newline>m`): bash joins the word,
+/// tree-sitter splits it, so the program could be misread.
+fn continuation_inside_word(line: &str) -> bool {
+    let b = line.as_bytes();
+    b.windows(2).enumerate().any(|(i, w)| {
+        w == b"\\\n"
+            && i > 0
+            && !matches!(b[i - 1], b' ' | b'\t' | b'\n')
+            && b.get(i + 2)
+                .is_some_and(|c| !matches!(c, b' ' | b'\t' | b'\n'))
+    })
+}
+
+/// One word of a simple command: its static value when it has one.
+#[derive(Debug, Clone)]
+pub(crate) struct Word {
+    /// The value after quote removal, or `None` when it depends on an expansion.
+    pub(crate) text: Option<String>,
+    /// The source text (reported as an argument when `text` is `None`).
+    pub(crate) raw: String,
+    /// True when an unquoted glob or brace character appears (pathname expansion could
+    /// change the word).
+    pub(crate) globby: bool,
+}
+
+impl Word {
+    pub(crate) fn literal(text: String) -> Word {
+        Word {
+            raw: text.clone(),
+            text: Some(text),
+            globby: false,
+        }
+    }
+
+    fn value(&self) -> String {
+        self.text.clone().unwrap_or_else(|| self.raw.clone())
+    }
+}
+
+struct Walker<'s, 'o> {
+    src: &'s [u8],
+    depth: usize,
+    out: &'o mut ParsedCommandLine,
+}
+
+impl Walker<'_, '_> {
+    fn text(&self, node: Node<'_>) -> &str {
+        std::str::from_utf8(self.src.get(node.byte_range()).unwrap_or_default()).unwrap_or("")
+    }
+
+    fn walk(&mut self, node: Node<'_>, level: usize) {
+        if level > 512 {
+            self.out.unresolved("nesting_too_deep");
+            return;
+        }
+        if node.is_error() || node.is_missing() {
+            self.out.unresolved("parse_error");
+        }
+        match node.kind() {
+            "command" => self.command(node),
+            "command_substitution" => self.out.unresolved("command_substitution"),
+            "process_substitution" => self.out.unresolved("process_substitution"),
+            "variable_assignment" => self.assignment(node),
+            "arithmetic_expansion" | "test_command" => {
+                let t = self.text(node);
+                if t.contains('[') && (t.contains("$(") || t.contains('`')) {
+                    self.out.unresolved("arithmetic_subscript");
+                }
+            }
+            "heredoc_body" => {
+                let t = self.text(node);
+                if t.contains("$(") || t.contains('`') {
+                    self.out.unresolved("command_substitution");
+                }
+            }
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            self.walk(child, level + 1);
+        }
+    }
+
+    fn assignment(&mut self, node: Node<'_>) {
+        if let Some(name) = node.child_by_field_name("name") {
+            let name = self.text(name);
+            if is_injection_variable(name) {
+                self.out.unresolved("environment_injection");
+            }
+        }
+    }
+
+    fn command(&mut self, node: Node<'_>) {
+        let mut words = Vec::new();
+        let mut cursor = node.walk();
+        for (i, child) in node.children(&mut cursor).enumerate() {
+            let field = node.field_name_for_child(i as u32);
+            match field {
+                Some("name") => {
+                    let inner = child.named_child(0).unwrap_or(child);
+                    words.push(self.word(inner));
+                }
+                Some("argument") => words.push(self.word(child)),
+                _ => {}
+            }
+        }
+        if words.is_empty() {
+            return;
+        }
+        simple_command(words, self.depth, self.out);
+    }
+
+    /// The static value of a word-like node.
+    fn word(&mut self, node: Node<'_>) -> Word {
+        let raw = self.text(node).to_owned();
+        let mut globby = false;
+        let text = self.value(node, &mut globby);
+        Word { text, raw, globby }
+    }
+
+    fn value(&mut self, node: Node<'_>, globby: &mut bool) -> Option<String> {
+        let raw = self.text(node);
+        match node.kind() {
+            "word" | "number" => {
+                if raw.bytes().any(|b| b"*?[{".contains(&b)) {
+                    *globby = true;
+                }
+                if raw.starts_with('~') {
+                    // Tilde expansion depends on the environment.
+                    *globby = true;
+                }
+                unescape_word(raw)
+            }
+            "raw_string" => raw
+                .strip_prefix('\'')
+                .and_then(|r| r.strip_suffix('\''))
+                .map(str::to_owned),
+            "string" => {
+                unescape_double_quoted(raw.strip_prefix('"').and_then(|r| r.strip_suffix('"'))?)
+            }
+            "translated_string" => {
+                unescape_double_quoted(raw.strip_prefix("$\"").and_then(|r| r.strip_suffix('"'))?)
+            }
+            "ansi_c_string" => {
+                decode_ansi_c(raw.strip_prefix("$'").and_then(|r| r.strip_suffix('\''))?)
+            }
+            "concatenation" => {
+                let mut s = String::new();
+                let mut cursor = node.walk();
+                let mut ok = true;
+                for child in node.children(&mut cursor) {
+                    match self.value(child, globby) {
+                        Some(v) => s.push_str(&v),
+                        None => ok = false,
+                    }
+                }
+                ok.then_some(s)
+            }
+            "brace_expression" => {
+                *globby = true;
+                Some(raw.to_owned())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Remove backslash quoting from an unquoted word. A backslash-newline (line continuation
+/// inside a word) is not resolved.
+fn unescape_word(raw: &str) -> Option<String> {
+    if !raw.contains('\\') {
+        return Some(raw.to_owned());
+    }
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('\n') | None => return None,
+                Some(n) => out.push(n),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Some(out)
+}
+
+/// The value of `"..."` content, or `None` when it holds an expansion.
+fn unescape_double_quoted(inner: &str) -> Option<String> {
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(n @ ('$' | '`' | '"' | '\\')) => out.push(n),
+                Some('\n') | None => return None,
+                Some(n) => {
+                    out.push('\\');
+                    out.push(n);
+                }
+            },
+            '$' | '`' => return None,
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+/// Decode the body of `$'...'`. Unknown escapes yield `None`.
+fn decode_ansi_c(inner: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(inner.len());
+    let mut chars = inner.chars().peekable();
+    let take_digits = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+                       radix: u32,
+                       max: usize|
+     -> Option<u32> {
+        let mut v = 0u32;
+        let mut n = 0;
+        while n < max {
+            match chars.peek().and_then(|c| c.to_digit(radix)) {
+                Some(d) => {
+                    v = v.checked_mul(radix)?.checked_add(d)?;
+                    chars.next();
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        (n > 0).then_some(v)
+    };
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            let mut buf = [0u8; 4];
+            bytes.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            continue;
+        }
+        let e = chars.next()?;
+        let b: u32 = match e {
+            'a' => 7,
+            'b' => 8,
+            'e' | 'E' => 0x1b,
+            'f' => 0xc,
+            'n' => 10,
+            'r' => 13,
+            't' => 9,
+            'v' => 0xb,
+            '\\' => 92,
+            '\'' => 39,
+            '"' => 34,
+            '?' => 63,
+            '0'..='7' => {
+                let mut v = e.to_digit(8)?;
+                for _ in 0..2 {
+                    match chars.peek().and_then(|c| c.to_digit(8)) {
+                        Some(d) => {
+                            v = v * 8 + d;
+                            chars.next();
+                        }
+                        None => break,
+                    }
+                }
+                v & 0xff
+            }
+            'x' => take_digits(&mut chars, 16, 2)?,
+            'u' | 'U' => {
+                let max = if e == 'u' { 4 } else { 8 };
+                let v = take_digits(&mut chars, 16, max)?;
+                let ch = char::from_u32(v)?;
+                let mut buf = [0u8; 4];
+                bytes.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                continue;
+            }
+            _ => return None,
+        };
+        if b == 0 {
+            // Bash truncates the string at a NUL; refuse to guess.
+            return None;
+        }
+        bytes.push(u8::try_from(b).ok()?);
+    }
+    String::from_utf8(bytes).ok()
+}
+
+/// Whether a plain word is a `NAME=value` assignment (so a direct exec of the words would be
+/// wrong: a shell would set the variable instead).
+pub fn is_assignment_word(word: &str) -> bool {
+    is_assignment(word)
+}
+
+pub(crate) fn is_assignment(word: &str) -> bool {
     match word.split_once('=') {
         Some((name, _)) => {
+            let name = name.strip_suffix('+').unwrap_or(name);
             !name.is_empty()
                 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
                 && !name.as_bytes()[0].is_ascii_digit()
         }
         None => false,
+    }
+}
+
+/// Report one simple command (and what it runs in turn).
+fn simple_command(words: Vec<Word>, depth: usize, out: &mut ParsedCommandLine) {
+    if depth > MAX_DEPTH {
+        out.unresolved("nesting_too_deep");
+        return;
+    }
+    let mut iter = words.into_iter().peekable();
+    // Leading `NAME=value` assignments set the environment; the program follows them.
+    while let Some(w) = iter.peek() {
+        match w.text.as_deref() {
+            Some(t) if is_assignment(t) => {
+                let name = t.split_once('=').map(|(n, _)| n).unwrap_or(t);
+                if is_injection_variable(name.trim_end_matches('+')) {
+                    out.unresolved("environment_injection");
+                }
+                iter.next();
+            }
+            _ => break,
+        }
+    }
+    let Some(program) = iter.next() else { return };
+    let rest: Vec<Word> = iter.collect();
+    let Some(name) = program.text.clone() else {
+        out.unresolved("dynamic_command_name");
+        return;
+    };
+    if program.globby {
+        out.unresolved("glob_in_command_name");
+    }
+    if name.is_empty() {
+        out.unresolved("dynamic_command_name");
+        return;
+    }
+    out.commands.push(SimpleCommand {
+        program: name.clone(),
+        args: rest.iter().map(Word::value).collect(),
+    });
+    wrappers::follow(&name, rest, depth, out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn programs(line: &str) -> (Vec<String>, Vec<&'static str>) {
+        let p = parse_command_line(line);
+        (
+            p.commands.into_iter().map(|c| c.program).collect(),
+            p.unresolved,
+        )
+    }
+
+    #[test]
+    fn quoting_is_resolved() {
+        for line in [
+            r"\rm -rf /",
+            "'r'm x",
+            "\"rm\" x",
+            "r\"\"m x",
+            "$'\\x72m' x",
+            "$'\\162m'",
+        ] {
+            let (p, u) = programs(line);
+            assert_eq!(p, vec!["rm"], "{line}");
+            assert!(u.is_empty(), "{line}: {u:?}");
+        }
+    }
+
+    #[test]
+    fn nesting_is_walked() {
+        let (p, u) = programs("bash -lc 'cd x && sudo -u root env A=1 timeout -s KILL 5 rm -rf /'");
+        assert_eq!(p, vec!["bash", "cd", "sudo", "env", "timeout", "rm"]);
+        assert!(u.is_empty(), "{u:?}");
+        let (p, _) = programs("find . -name '*.o' -exec rm {} \\; -delete");
+        assert_eq!(p, vec!["find", "rm", "rm"]);
+        let (p, _) = programs("if true; then (ls | xargs -n1 shred); fi");
+        assert_eq!(p, vec!["true", "ls", "xargs", "shred"]);
+    }
+
+    #[test]
+    fn unresolvable_constructs_are_reported() {
+        for (line, what) in [
+            ("echo $(rm -rf /)", "command_substitution"),
+            ("$CMD -rf /", "dynamic_command_name"),
+            ("eval \"$x\"", "eval"),
+            ("r\\\nm -rf /", "line_continuation_in_word"),
+            ("echo 'unterminated", "parse_error"),
+            ("bash <<EOF\nrm -rf /\nEOF", "shell_reads_stdin"),
+            ("curl x | sh", "shell_reads_stdin"),
+            ("/bin/r? -rf /", "glob_in_command_name"),
+            ("PATH=/tmp/evil ls", "environment_injection"),
+            ("diff <(ls a) <(ls b)", "process_substitution"),
+        ] {
+            let (_, u) = programs(line);
+            assert!(u.contains(&what), "{line}: {u:?}");
+        }
     }
 }

@@ -1,0 +1,242 @@
+//! The process spawn plan: what a shell command would run, whether it may, and exactly how to
+//! run it (argv, cwd, filtered environment, clamped timeout, stdin and session).
+//!
+//! [`ProcessSpawnPlan::build`] enforces, in order: shell enablement; per-simple-command policy
+//! verdicts (strictest wins, unresolvable constructs ask at least); denied commands and allowed
+//! command families; the cwd through the [`FilePolicyChecker`]; environment filtering; the
+//! timeout cap; and whether a native sandbox is required. It never spawns anything: a process
+//! runner consumes the plan's public fields.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+use crate::action::{ActionKind, Effect};
+use crate::check::env::{DroppedVar, filter_env};
+use crate::check::file::FilePolicyChecker;
+use crate::policy::CompiledPolicy;
+use crate::protocol::{
+    BackendRequirement, FsAccess, SandboxMode, TurnProcessPolicySnapshot, TurnSandboxSnapshot,
+};
+use crate::shell::{self, SimpleCommand};
+use crate::verdict::{Reason, Verdict};
+
+/// The layer reported when the process policy (not a policy rule) decided.
+pub const PROCESS_LAYER: &str = "sandbox.process";
+/// The layer reported when an unresolvable shell construct raised the verdict to ask.
+pub const SHELL_LAYER: &str = "shell";
+
+/// What the caller wants to run.
+#[derive(Debug, Clone, Default)]
+pub struct SpawnRequest<'a> {
+    /// The command line, as the model wrote it.
+    pub command_line: &'a str,
+    /// The working directory (relative to the sandbox cwd); `None` for the sandbox cwd.
+    pub cwd: Option<&'a Path>,
+    /// The environment the child would inherit (usually the current process's).
+    pub env: Vec<(OsString, OsString)>,
+    /// The requested timeout in milliseconds; clamped to the snapshot's maximum.
+    pub timeout_ms: Option<u64>,
+    /// The tool name, for rules that filter on it.
+    pub tool: Option<&'a str>,
+}
+
+/// One simple command of the line and its verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandVerdict {
+    /// The command (program and arguments, quoting removed).
+    pub command: SimpleCommand,
+    /// The strictest of the policy's, the denied list's and the families' answers.
+    pub verdict: Verdict,
+}
+
+/// A checked plan to run one command line. Run it only when `verdict.effect` is allow (or
+/// ask and approved), with exactly these fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessSpawnPlan {
+    /// The verdict for the whole line: the strictest of every step.
+    pub verdict: Verdict,
+    /// What to execute: the words themselves for a plain line, else `[bash, "-c", line]`
+    /// (the same grammar the parser used). Empty when the shell is disabled.
+    pub argv: Vec<String>,
+    /// The resolved working directory.
+    pub cwd: PathBuf,
+    /// The filtered environment (PATH rebuilt, PWD set to `cwd`). Run with exactly this
+    /// environment (clear the inherited one first).
+    pub env: Vec<(OsString, OsString)>,
+    /// Variables that were dropped and why.
+    pub dropped_env: Vec<DroppedVar>,
+    /// The wall-clock limit; on expiry the runner kills the whole process tree.
+    pub timeout: Option<Duration>,
+    /// Whether the child inherits stdin (otherwise it gets `/dev/null`).
+    pub inherit_stdin: bool,
+    /// Whether the child gets its own session (`setsid`), so the tree can be killed.
+    pub new_session: bool,
+    /// Whether the runner must wrap the child in the native sandbox.
+    pub sandbox_required: bool,
+    /// Every simple command found, with its verdict.
+    pub commands: Vec<CommandVerdict>,
+    /// The constructs that could not be resolved statically.
+    pub unresolved: Vec<&'static str>,
+}
+
+impl ProcessSpawnPlan {
+    /// True when the plan may run without asking.
+    pub fn is_allowed(&self) -> bool {
+        self.verdict.effect == Effect::Allow
+    }
+
+    /// Build the plan for `request` from the turn's snapshot parts and policy.
+    pub fn build(
+        sandbox: &TurnSandboxSnapshot,
+        process: &TurnProcessPolicySnapshot,
+        policy: &CompiledPolicy,
+        request: SpawnRequest<'_>,
+    ) -> ProcessSpawnPlan {
+        let layer: Arc<str> = Arc::from(PROCESS_LAYER);
+        let mut plan = ProcessSpawnPlan {
+            verdict: Verdict::without_rule(Effect::Deny, layer.clone(), Reason::ShellDisabled),
+            argv: Vec::new(),
+            cwd: sandbox.cwd.clone(),
+            env: Vec::new(),
+            dropped_env: Vec::new(),
+            timeout: None,
+            inherit_stdin: process.inherit_stdin,
+            new_session: !process.inherit_session,
+            sandbox_required: sandbox.mode != SandboxMode::Unrestricted
+                || sandbox.backend_requirement == BackendRequirement::Required,
+            commands: Vec::new(),
+            unresolved: Vec::new(),
+        };
+        // 1. Shell enablement.
+        if !process.shell_enabled {
+            return plan;
+        }
+        let line = request.command_line;
+        if line.trim().is_empty() || line.contains('\0') {
+            plan.verdict = Verdict::without_rule(Effect::Deny, layer, Reason::InvalidTarget);
+            return plan;
+        }
+        // 2 and 3. Every simple command: policy, denied commands, families.
+        let parsed = shell::parse_command_line(line);
+        let denied = compile_globs(&process.denied_commands);
+        let families = compile_globs(&process.allowed_command_families);
+        let mut verdict: Option<Verdict> = None;
+        for command in &parsed.commands {
+            let base = basename(&command.program).to_lowercase();
+            let mut v = policy.explain_program(&command.program, request.tool);
+            let denied_hit = match &denied {
+                Ok(set) => set.is_match(&base),
+                Err(()) => true,
+            };
+            if denied_hit {
+                v = Verdict::without_rule(Effect::Deny, layer.clone(), Reason::DeniedCommand);
+            } else if !process.allowed_command_families.is_empty() {
+                let in_family = families.as_ref().is_ok_and(|set| set.is_match(&base));
+                if !in_family {
+                    v = v.stricter(Verdict::without_rule(
+                        Effect::Ask,
+                        layer.clone(),
+                        Reason::NotInCommandFamily,
+                    ));
+                }
+            }
+            verdict = Some(match verdict {
+                Some(prev) => prev.stricter(v.clone()),
+                None => v.clone(),
+            });
+            plan.commands.push(CommandVerdict {
+                command: command.clone(),
+                verdict: v,
+            });
+        }
+        let floor = Verdict::without_rule(
+            Effect::Ask,
+            Arc::from(SHELL_LAYER),
+            Reason::UnresolvedShellConstruct,
+        );
+        let mut verdict = match verdict {
+            None if parsed.unresolved.is_empty() => {
+                Verdict::without_rule(Effect::Deny, layer.clone(), Reason::InvalidTarget)
+            }
+            None => floor,
+            Some(v) if !parsed.unresolved.is_empty() && v.effect == Effect::Allow => floor,
+            Some(v) => v,
+        };
+        plan.unresolved = parsed.unresolved.clone();
+        // 4. The cwd must pass the file checker (as a read of a directory).
+        let files = FilePolicyChecker::new(sandbox, policy);
+        let cwd_request = request.cwd.unwrap_or(sandbox.cwd.as_path());
+        let cwd = files.check(ActionKind::FileRead, cwd_request, request.tool);
+        match &cwd.resolved {
+            Some(resolved) if resolved.is_dir() => plan.cwd = resolved.clone(),
+            _ => {
+                plan.verdict = match cwd.verdict.effect {
+                    Effect::Deny => cwd.verdict,
+                    _ => Verdict::without_rule(Effect::Deny, layer, Reason::IoError),
+                };
+                return plan;
+            }
+        }
+        verdict = verdict.stricter(cwd.verdict);
+        // 5. Environment filtering.
+        let untrusted: Vec<PathBuf> = sandbox
+            .filesystem
+            .entries
+            .iter()
+            .filter(|e| e.access == FsAccess::Write)
+            .flat_map(|e| {
+                let canonical = std::fs::canonicalize(&e.path).ok();
+                std::iter::once(e.path.clone()).chain(canonical)
+            })
+            .collect();
+        let env = filter_env(request.env, process.env, &plan.cwd, &untrusted);
+        plan.env = env.vars;
+        plan.dropped_env = env.dropped;
+        // 6. Timeout cap.
+        plan.timeout = match (request.timeout_ms, process.max_duration_ms) {
+            (Some(r), Some(m)) => Some(r.min(m)),
+            (r, m) => r.or(m),
+        }
+        .map(Duration::from_millis);
+        // The argv: the plain words, or the line through bash.
+        let plain_words: Vec<&str> = line.split([' ', '\t']).filter(|w| !w.is_empty()).collect();
+        plan.argv = if parsed.plain
+            && plain_words
+                .first()
+                .is_some_and(|w| !shell::is_assignment_word(w))
+        {
+            plain_words.into_iter().map(str::to_owned).collect()
+        } else {
+            let shell = if Path::new("/bin/bash").exists() {
+                "/bin/bash"
+            } else {
+                "/bin/sh"
+            };
+            vec![shell.to_owned(), "-c".to_owned(), line.to_owned()]
+        };
+        plan.verdict = verdict;
+        plan
+    }
+}
+
+fn basename(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+/// Compile program globs, case-folded. `Err` when any pattern is invalid (the caller fails
+/// closed for deny lists and ignores grants).
+fn compile_globs(patterns: &[String]) -> Result<GlobSet, ()> {
+    let mut builder = GlobSetBuilder::new();
+    for p in patterns {
+        let glob = GlobBuilder::new(&p.to_lowercase())
+            .literal_separator(false)
+            .build()
+            .map_err(|_| ())?;
+        builder.add(glob);
+    }
+    builder.build().map_err(|_| ())
+}
