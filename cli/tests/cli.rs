@@ -328,8 +328,17 @@ fn tty_approver_on_a_pseudo_terminal() {
     );
 }
 
-fn pending_id(env: &Env, deadline: Instant) -> String {
+/// The id of the one pending approval, once the waiting `run` has persisted it. Fails with the
+/// waiting process's output if it exits first.
+fn pending_id(env: &Env, waiting: &mut std::process::Child, deadline: Instant) -> String {
     loop {
+        if let Some(status) = waiting.try_wait().unwrap() {
+            let mut err = String::new();
+            if let Some(mut e) = waiting.stderr.take() {
+                std::io::Read::read_to_string(&mut e, &mut err).unwrap();
+            }
+            panic!("the waiting run exited ({status}) before its request was pending: {err}");
+        }
         let out = turngate(
             env,
             &["approvals", "list", "--json", "--store", &store_arg(env)],
@@ -347,7 +356,7 @@ fn pending_id(env: &Env, deadline: Instant) -> String {
 fn defer_then_resolve_from_a_second_process() {
     let env = env();
     let ws = env.ws.to_string_lossy().into_owned();
-    let waiting = Command::new(bin())
+    let mut waiting = Command::new(bin())
         .args([
             "run",
             "--mode",
@@ -371,7 +380,7 @@ fn defer_then_resolve_from_a_second_process() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let id = pending_id(&env, Instant::now() + Duration::from_secs(20));
+    let id = pending_id(&env, &mut waiting, Instant::now() + Duration::from_secs(60));
     let out = turngate(
         &env,
         &[
@@ -444,10 +453,10 @@ fn resume_runs_the_command_whose_waiting_run_was_killed() {
         .current_dir(&env.ws)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let id = pending_id(&env, Instant::now() + Duration::from_secs(20));
+    let id = pending_id(&env, &mut waiting, Instant::now() + Duration::from_secs(60));
     waiting.kill().unwrap();
     waiting.wait().unwrap();
     assert!(!env.ws.join("r.txt").exists());

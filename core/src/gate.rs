@@ -206,7 +206,17 @@ pub fn evaluate(
             }
         }
         ActionKind::ShellCommand => Evaluation {
-            verdict: plan(snapshot, policy, &inv.target, inv.cwd.as_deref(), tool).verdict,
+            // The verdict never depends on the environment, so evaluation skips collecting and
+            // filtering it; `run_approved` builds the plan with the real one.
+            verdict: plan(
+                snapshot,
+                policy,
+                &inv.target,
+                inv.cwd.as_deref(),
+                tool,
+                Vec::new(),
+            )
+            .verdict,
             target: inv.target.clone(),
         },
         _ => Evaluation {
@@ -222,6 +232,7 @@ fn plan(
     command_line: &str,
     cwd: Option<&Path>,
     tool: Option<&str>,
+    env: Vec<(OsString, OsString)>,
 ) -> ProcessSpawnPlan {
     ProcessSpawnPlan::build(
         &snapshot.sandbox,
@@ -230,7 +241,7 @@ fn plan(
         SpawnRequest {
             command_line,
             cwd,
-            env: std::env::vars_os().collect::<Vec<(OsString, OsString)>>(),
+            env,
             timeout_ms: None,
             tool,
         },
@@ -342,20 +353,19 @@ impl Gate {
         event
     }
 
-    #[allow(clippy::too_many_arguments)] // one audit row's fields, named at every call site
+    /// Append one audit row about `inv` (the call as the model made it).
     fn record(
         &self,
         kind: AuditEventKind,
-        inv: Option<&ToolInvocation>,
-        action_kind: ActionKind,
+        inv: &ToolInvocation,
         request_key: Option<&str>,
         decision: AuditDecision,
         reason: impl Into<String>,
         cached: bool,
     ) -> Result<u64, AuditError> {
-        let mut event = self.event(kind, Some(action_kind));
-        event.item_id = inv.and_then(|i| i.item_id.clone());
-        event.tool_id = inv.and_then(|i| i.tool_id.clone());
+        let mut event = self.event(kind, Some(inv.kind));
+        event.item_id = inv.item_id.clone();
+        event.tool_id = inv.tool_id.clone();
         event.request_key = request_key.map(str::to_owned);
         event.decision = Some(decision);
         event.reason = Some(reason.into());
@@ -369,10 +379,6 @@ impl Gate {
 
     fn net_checker(&self) -> NetworkPolicyChecker<'_> {
         NetworkPolicyChecker::new(&self.snapshot.network, &self.policy)
-    }
-
-    fn plan(&self, command_line: &str, cwd: Option<&Path>, tool: Option<&str>) -> ProcessSpawnPlan {
-        plan(&self.snapshot, &self.policy, command_line, cwd, tool)
     }
 
     /// Evaluate one call with the checker of its kind, without recording or asking.
@@ -389,8 +395,7 @@ impl Gate {
     ) -> Result<Authorization, GateError> {
         self.record(
             AuditEventKind::DecisionDenied,
-            Some(inv),
-            action.kind,
+            inv,
             None,
             AuditDecision::Deny,
             reason.clone(),
@@ -430,8 +435,7 @@ impl Gate {
             Effect::Allow => {
                 self.record(
                     AuditEventKind::DecisionAllowed,
-                    Some(inv),
-                    inv.kind,
+                    inv,
                     None,
                     AuditDecision::Allow,
                     eval.verdict.reason.as_str(),
@@ -468,8 +472,7 @@ impl Gate {
         if self.has_grant(&request.scope_hash) {
             self.record(
                 AuditEventKind::DecisionAllowed,
-                Some(inv),
-                inv.kind,
+                inv,
                 Some(&request.scope_hash),
                 AuditDecision::AllowForTurn,
                 "cached approval used",
@@ -484,8 +487,7 @@ impl Gate {
         }
         self.record(
             AuditEventKind::ApprovalRequested,
-            Some(inv),
-            inv.kind,
+            inv,
             Some(&request.id),
             AuditDecision::Ask,
             verdict.reason.as_str(),
@@ -529,8 +531,7 @@ impl Gate {
                 if recheck.verdict.effect == Effect::Deny {
                     self.record(
                         AuditEventKind::ApprovalResolved,
-                        Some(inv),
-                        inv.kind,
+                        inv,
                         Some(&request_id),
                         AuditDecision::Deny,
                         "policy_denied",
@@ -550,8 +551,7 @@ impl Gate {
                 };
                 self.record(
                     AuditEventKind::ApprovalResolved,
-                    Some(inv),
-                    inv.kind,
+                    inv,
                     Some(&request_id),
                     decision,
                     "approved",
@@ -559,8 +559,7 @@ impl Gate {
                 )?;
                 self.record(
                     AuditEventKind::DecisionAllowed,
-                    Some(inv),
-                    inv.kind,
+                    inv,
                     Some(&request_id),
                     decision,
                     "approved",
@@ -576,8 +575,7 @@ impl Gate {
             ApprovalResult::Denied { reason, .. } => {
                 self.record(
                     AuditEventKind::ApprovalResolved,
-                    Some(inv),
-                    inv.kind,
+                    inv,
                     Some(&request_id),
                     AuditDecision::Deny,
                     reason.clone(),
@@ -667,7 +665,14 @@ impl Gate {
         tool: Option<&str>,
     ) -> Result<ProcessOutcome, GateError> {
         ensure_native_shell_allowed(&self.snapshot)?;
-        let plan = self.plan(command_line, cwd, tool);
+        let plan = plan(
+            &self.snapshot,
+            &self.policy,
+            command_line,
+            cwd,
+            tool,
+            std::env::vars_os().collect(),
+        );
         let mut request = ProcessRequest::new(plan.argv.clone(), &plan.cwd)
             .env(plan.env.clone())
             .new_session(plan.new_session)
