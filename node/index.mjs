@@ -1,0 +1,32 @@
+// ESM entry point of `turngate`: the same module as the CommonJS entry (index.js).
+import { createRequire } from 'node:module'
+
+const require = createRequire(import.meta.url)
+const turngate = require('./index.js')
+
+export const {
+  ACTION_KINDS,
+  TurnGateError,
+  PolicyError,
+  SnapshotError,
+  StoreError,
+  SandboxUnavailableError,
+  InvalidInputError,
+  Policy,
+  capFromParent,
+  ensureNativeShellAllowed,
+  intersect,
+  mapCliRuntime,
+  probePlatform,
+  reduce,
+  reduceAll,
+  renderPermissionsSection,
+  resolve,
+  schema,
+  schemaNames,
+  scopeFromAction,
+  scopeHash,
+  version,
+  __napiBindingTarget,
+} = turngate
+export default turngate

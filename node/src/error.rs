@@ -1,0 +1,84 @@
+//! Facade errors as native JavaScript errors. The package's `index.js` defines the classes
+//! (`TurnGateError` and one subclass per facade variant) and registers a factory once at load;
+//! every fallible call builds its error through that factory, so a caller gets a real
+//! `PolicyError` instance with a `code` naming the facade's variant and the variant's fields.
+//! Nothing here decides what is an error: that is the facade's `TurnGateError`.
+
+use napi::bindgen_prelude::{FnArgs, FunctionRef, Unknown};
+use napi::{Env, Status};
+use serde_json::{Map, Value};
+use turngate_ffi::TurnGateError;
+
+/// `(code, message, details) => Error`, registered by `index.js`.
+type Factory = FunctionRef<FnArgs<(&'static str, String, Value)>, Unknown<'static>>;
+
+struct ErrorFactory(Factory);
+
+/// Registers the factory that turns a facade error into an instance of the package's error
+/// classes. Called once by `index.js`; not part of the public API.
+#[napi_derive::napi(skip_typescript)]
+pub fn set_error_factory(
+    env: Env,
+    factory: FunctionRef<FnArgs<(&'static str, String, Value)>, Unknown<'static>>,
+) -> napi::Result<()> {
+    env.set_instance_data(ErrorFactory(factory), (), |_| {})
+}
+
+/// The facade variant's name: the JavaScript error's `code`.
+pub fn code_of(e: &TurnGateError) -> &'static str {
+    match e {
+        TurnGateError::Policy { .. } => "Policy",
+        TurnGateError::Snapshot { .. } => "Snapshot",
+        TurnGateError::Store { .. } => "Store",
+        TurnGateError::SandboxUnavailable { .. } => "SandboxUnavailable",
+        _ => "Invalid",
+    }
+}
+
+/// The variant's actionable fields, as properties of the JavaScript error.
+fn details_of(e: &TurnGateError) -> Value {
+    let mut d = Map::new();
+    match e {
+        TurnGateError::Policy {
+            path, line, column, ..
+        } => {
+            d.insert("path".into(), path.clone().into());
+            d.insert("line".into(), (*line).into());
+            d.insert("column".into(), (*column).into());
+        }
+        TurnGateError::Snapshot { code, .. } => {
+            d.insert("snapshotCode".into(), code.clone().into());
+        }
+        _ => {}
+    }
+    Value::Object(d)
+}
+
+/// The JavaScript error for a facade error. If the factory is missing or fails (it never
+/// should), a plain `Error` whose `code` is the variant name is thrown instead.
+pub fn js_error(env: &Env, e: TurnGateError) -> napi::Error {
+    let code = code_of(&e);
+    let message = e.message().to_owned();
+    let built = env
+        .get_instance_data::<ErrorFactory>()
+        .ok()
+        .flatten()
+        .and_then(|f| f.0.borrow_back(env).ok())
+        .and_then(|f| f.call((code, message.clone(), details_of(&e)).into()).ok());
+    match built {
+        Some(obj) => napi::Error::from(obj),
+        None => napi::Error::new(Status::GenericFailure, format!("{code}: {message}")),
+    }
+}
+
+/// `Result<T, TurnGateError>` to a napi result, building the native error.
+pub trait OrThrow<T> {
+    /// Map the error through [`js_error`].
+    fn or_throw(self, env: &Env) -> napi::Result<T>;
+}
+
+impl<T> OrThrow<T> for Result<T, TurnGateError> {
+    fn or_throw(self, env: &Env) -> napi::Result<T> {
+        self.map_err(|e| js_error(env, e))
+    }
+}

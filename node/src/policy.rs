@@ -1,0 +1,308 @@
+//! `Policy`: the facade's compiled `PolicyHandle` as a JavaScript class. Loading, composing and
+//! evaluating are the facade's; this module converts names and records and never decides.
+
+use std::sync::Arc;
+
+use napi::Env;
+use napi::bindgen_prelude::{Either, Null};
+use napi_derive::napi;
+use serde_json::Value;
+use turngate_ffi::{ActionRecord, Effect, PolicyHandle, RuleRecord, VerdictRecord, parse_kind};
+
+use crate::error::OrThrow;
+
+/// A rule of a policy: a kind, an effect, a glob on the target, an optional glob on the tool.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// The action kind's wire name.
+    pub kind: String,
+    /// `allow`, `ask` or `deny`.
+    #[napi(ts_type = "Effect")]
+    pub effect: String,
+    /// The glob on the target.
+    pub pattern: String,
+    /// The optional glob on the tool name.
+    pub tool: Option<String>,
+}
+
+impl From<RuleRecord> for Rule {
+    fn from(r: RuleRecord) -> Self {
+        Rule {
+            kind: r.kind,
+            effect: r.effect.as_str().to_owned(),
+            pattern: r.pattern,
+            tool: r.tool,
+        }
+    }
+}
+
+/// The verdict of an action: the effect enforced, the deciding rule (null when a default
+/// decided), the deciding layer, and a machine-readable reason.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    /// The effect enforced.
+    #[napi(ts_type = "Effect")]
+    pub effect: String,
+    /// The deciding rule, or null when a default decided.
+    #[napi(ts_type = "Rule | null")]
+    pub rule: Either<Rule, Null>,
+    /// The deciding layer (`defaults`, a cap's name, `target`, `shell`, or a layer name).
+    pub layer: String,
+    /// The machine-readable reason (`deny_rule`, `default`, ...).
+    pub reason: String,
+}
+
+impl From<VerdictRecord> for Verdict {
+    fn from(v: VerdictRecord) -> Self {
+        Verdict {
+            effect: v.effect.as_str().to_owned(),
+            rule: v.rule.map_or(Either::B(Null), |r| Either::A(Rule::from(r))),
+            layer: v.layer,
+            reason: v.reason,
+        }
+    }
+}
+
+/// One action of a batch.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct Action {
+    /// The action kind's wire name.
+    pub kind: String,
+    /// The target (path, command line, `host:port`, `server/tool`, name).
+    pub target: String,
+    /// The optional tool name.
+    pub tool: Option<String>,
+}
+
+/// Options of `Policy.default`.
+#[napi(object)]
+#[derive(Debug, Clone, Default)]
+pub struct DefaultOptions {
+    /// A test binary allowed for exec.
+    pub test_binary: Option<String>,
+    /// A provider host allowed for network.
+    pub provider_host: Option<String>,
+}
+
+/// Options of `Policy.rule`.
+#[napi(object)]
+#[derive(Debug, Clone, Default)]
+pub struct RuleOptions {
+    /// A glob on the tool name.
+    pub tool: Option<String>,
+    /// Put the rule in a new layer of this name.
+    pub layer: Option<String>,
+}
+
+fn effect_str(effect: Effect) -> &'static str {
+    effect.as_str()
+}
+
+/// A compiled policy. Immutable: `merge`, `contain` and the builders return new policies.
+/// Evaluate with `check` (the effect) or `explain` (the full verdict).
+#[napi]
+#[derive(Debug)]
+pub struct Policy {
+    pub(crate) handle: Arc<PolicyHandle>,
+}
+
+fn wrap(handle: Arc<PolicyHandle>) -> Policy {
+    Policy { handle }
+}
+
+#[napi]
+impl Policy {
+    /// An empty policy: no rules, no opinion on any kind (a standalone policy asks), network
+    /// denied.
+    #[napi(constructor)]
+    pub fn new(env: Env) -> napi::Result<Self> {
+        PolicyHandle::empty().map(wrap).or_throw(&env)
+    }
+
+    /// Parse a policy from its JSON text. `origin` (a file name) is quoted in errors.
+    #[napi(factory)]
+    pub fn from_json(env: Env, text: String, origin: Option<String>) -> napi::Result<Self> {
+        PolicyHandle::from_json(&text, origin.as_deref())
+            .map(wrap)
+            .or_throw(&env)
+    }
+
+    /// Parse a policy from its TOML text. `origin` (a file name) is quoted in errors.
+    #[napi(factory)]
+    pub fn from_toml(env: Env, text: String, origin: Option<String>) -> napi::Result<Self> {
+        PolicyHandle::from_toml(&text, origin.as_deref())
+            .map(wrap)
+            .or_throw(&env)
+    }
+
+    /// A policy from an object in the policy-file format.
+    #[napi(factory, ts_args_type = "data: PolicyFile")]
+    pub fn from_object(env: Env, data: Value) -> napi::Result<Self> {
+        PolicyHandle::from_json_value(data).map(wrap).or_throw(&env)
+    }
+
+    /// Read a `.json` or `.toml` policy file.
+    #[napi(factory)]
+    pub fn from_file(env: Env, path: String) -> napi::Result<Self> {
+        PolicyHandle::from_file(&path).map(wrap).or_throw(&env)
+    }
+
+    /// The tiered default policy: reads allowed, writes and execs ask (`rustc` and
+    /// `testBinary` allowed), network denied (`providerHost` allowed), secrets denied.
+    #[napi(factory, js_name = "default")]
+    pub fn default_tiered(env: Env, options: Option<DefaultOptions>) -> napi::Result<Self> {
+        let o = options.unwrap_or_default();
+        PolicyHandle::default_tiered(o.test_binary, o.provider_host)
+            .map(wrap)
+            .or_throw(&env)
+    }
+
+    /// Enforces nothing. Only for callers that pass no policy.
+    #[napi(factory)]
+    pub fn permissive(env: Env) -> napi::Result<Self> {
+        PolicyHandle::permissive().map(wrap).or_throw(&env)
+    }
+
+    /// The compiled policy of a permission mode: `full_access`, `auto_accept_edits` or
+    /// `supervised`.
+    #[napi(factory)]
+    pub fn mode(env: Env, name: String) -> napi::Result<Self> {
+        PolicyHandle::from_mode(&name).map(wrap).or_throw(&env)
+    }
+
+    /// Compose a peer: layers concatenated, the stricter default per kind wins.
+    #[napi]
+    pub fn merge(&self, env: Env, other: &Policy) -> napi::Result<Policy> {
+        self.handle.merge(&other.handle).map(wrap).or_throw(&env)
+    }
+
+    /// Add `cap` as a cap: the result is at least as strict as both.
+    #[napi]
+    pub fn contain(&self, env: Env, cap: &Policy) -> napi::Result<Policy> {
+        self.handle.contain(&cap.handle).map(wrap).or_throw(&env)
+    }
+
+    /// A new policy with a rule added to the current layer (or to a new layer `options.layer`).
+    #[napi(
+        ts_args_type = "kind: ActionKind, effect: Effect, pattern: string, options?: RuleOptions"
+    )]
+    pub fn rule(
+        &self,
+        env: Env,
+        kind: String,
+        effect: String,
+        pattern: String,
+        options: Option<RuleOptions>,
+    ) -> napi::Result<Policy> {
+        let o = options.unwrap_or_default();
+        self.handle
+            .with_rule(
+                &kind,
+                &effect,
+                &pattern,
+                o.tool.as_deref(),
+                o.layer.as_deref(),
+            )
+            .map(wrap)
+            .or_throw(&env)
+    }
+
+    /// A new policy with a new, empty layer `name` that later rules go to.
+    #[napi]
+    pub fn layer(&self, env: Env, name: String) -> napi::Result<Policy> {
+        self.handle.with_layer(&name).map(wrap).or_throw(&env)
+    }
+
+    /// A new policy with `kind`'s default set to `effect`.
+    #[napi(ts_args_type = "kind: ActionKind, effect: Effect")]
+    pub fn with_default(&self, env: Env, kind: String, effect: String) -> napi::Result<Policy> {
+        self.handle
+            .with_default(&kind, &effect)
+            .map(wrap)
+            .or_throw(&env)
+    }
+
+    /// A new policy with its name set (a cap that decides reports it as the layer).
+    #[napi]
+    pub fn named(&self, env: Env, name: String) -> napi::Result<Policy> {
+        self.handle.named(&name).map(wrap).or_throw(&env)
+    }
+
+    /// The effect of an action: `"allow"`, `"ask"` or `"deny"`. Exactly `explain(...).effect`.
+    #[napi(
+        ts_args_type = "kind: ActionKind, target: string, tool?: string | null",
+        ts_return_type = "Effect"
+    )]
+    pub fn check(
+        &self,
+        env: Env,
+        kind: String,
+        target: String,
+        tool: Option<String>,
+    ) -> napi::Result<&'static str> {
+        let kind = parse_kind(&kind).or_throw(&env)?;
+        Ok(effect_str(self.handle.check_kind(
+            kind,
+            &target,
+            tool.as_deref(),
+        )))
+    }
+
+    /// The verdict of an action: effect, deciding rule and layer, reason.
+    #[napi(ts_args_type = "kind: ActionKind, target: string, tool?: string | null")]
+    pub fn explain(
+        &self,
+        env: Env,
+        kind: String,
+        target: String,
+        tool: Option<String>,
+    ) -> napi::Result<Verdict> {
+        self.handle
+            .explain(&kind, &target, tool.as_deref())
+            .map(Verdict::from)
+            .or_throw(&env)
+    }
+
+    /// The effects of many actions, in order. An unknown kind fails the whole batch, naming the
+    /// action's index.
+    #[napi(ts_return_type = "Effect[]")]
+    pub fn check_batch(&self, env: Env, actions: Vec<Action>) -> napi::Result<Vec<&'static str>> {
+        let records: Vec<ActionRecord> = actions
+            .into_iter()
+            .map(|a| ActionRecord {
+                kind: a.kind,
+                target: a.target,
+                tool: a.tool,
+            })
+            .collect();
+        let effects = self.handle.check_batch(&records).or_throw(&env)?;
+        Ok(effects.into_iter().map(effect_str).collect())
+    }
+
+    /// The policy as an object in the policy-file format.
+    #[napi(ts_return_type = "PolicyFile")]
+    pub fn to_object(&self, env: Env) -> napi::Result<Value> {
+        self.handle.to_json_value().or_throw(&env)
+    }
+
+    /// The policy as policy-file JSON text.
+    #[napi]
+    pub fn to_json(&self) -> String {
+        self.handle.to_json()
+    }
+
+    /// The policy as policy-file TOML text.
+    #[napi]
+    pub fn to_toml(&self, env: Env) -> napi::Result<String> {
+        self.handle.to_toml().or_throw(&env)
+    }
+
+    /// `Policy.fromJson(<the policy's JSON>)`, for debugging output.
+    #[napi(js_name = "toString")]
+    pub fn describe(&self) -> String {
+        format!("Policy.fromJson({:?})", self.handle.to_json())
+    }
+}
