@@ -221,6 +221,7 @@ fn evaluate_with_roots(
             verdict: plan(
                 snapshot,
                 policy,
+                roots,
                 &inv.target,
                 inv.cwd.as_deref(),
                 tool,
@@ -239,15 +240,17 @@ fn evaluate_with_roots(
 fn plan(
     snapshot: &TurnExecutionSecuritySnapshot,
     policy: &CompiledPolicy,
+    roots: &FileRoots,
     command_line: &str,
     cwd: Option<&Path>,
     tool: Option<&str>,
     env: Vec<(OsString, OsString)>,
 ) -> ProcessSpawnPlan {
-    ProcessSpawnPlan::build(
+    ProcessSpawnPlan::build_with_roots(
         &snapshot.sandbox,
         &snapshot.process,
         policy,
+        roots,
         SpawnRequest {
             command_line,
             cwd,
@@ -681,6 +684,7 @@ impl Gate {
         let plan = plan(
             &self.snapshot,
             &self.policy,
+            &self.roots,
             command_line,
             cwd,
             tool,

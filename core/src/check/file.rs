@@ -93,6 +93,15 @@ impl FileRoots {
             .position(|r| r.provenance == FsProvenance::Workspace);
         FileRoots { roots, workspace }
     }
+
+    /// Every writable root, as given and canonicalized (both spellings).
+    pub fn writable_paths(&self) -> Vec<PathBuf> {
+        self.roots
+            .iter()
+            .filter(|r| r.access == FsAccess::Write)
+            .flat_map(|r| std::iter::once(r.lexical.clone()).chain(r.canonical.clone()))
+            .collect()
+    }
 }
 
 /// Judges file reads and writes against a turn's sandbox and policy.
