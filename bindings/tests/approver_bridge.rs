@@ -102,7 +102,7 @@ async fn a_silent_callback_blocks_only_its_own_turn() {
         matches!(done, AuthorizationRecord::Allowed { .. }),
         "{done:?}"
     );
-    let shown = &seen.0.lock().unwrap()[0];
+    let shown = seen.0.lock().unwrap()[0].clone();
     assert_eq!(shown["request"]["turn_id"], "other");
     assert_eq!(shown["action"]["kind"], "file_write");
     assert_eq!(shown["verdict"]["effect"], "ask");
