@@ -4,6 +4,8 @@ import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, BinaryIO, Literal, Optional, Union, final
 
+from typing_extensions import disjoint_base
+
 _Effect = Literal["allow", "ask", "deny"]
 _JSON = Any
 _ActionTuple = Union[tuple[str, str], tuple[str, str, Optional[str]]]
@@ -149,7 +151,7 @@ def scope_from_action(
 def scope_hash(scope: dict[str, _JSON]) -> str: ...
 def version() -> str: ...
 
-_Env = Union[Mapping[Union[str, bytes], Union[str, bytes]], Iterable[tuple[Union[str, bytes], Union[str, bytes]]]]
+_Env = Union[Mapping[Any, Any], Iterable[tuple[Union[str, bytes], Union[str, bytes]]]]
 _DecisionLike = Union["Decision", bool, str]
 _Approver = Union[
     Callable[[dict[str, _JSON]], Union[_DecisionLike, Awaitable[_DecisionLike]]],
@@ -286,6 +288,7 @@ class Broker:
     def end_turn(self, turn_id: str) -> list[dict[str, _JSON]]: ...
     def close(self) -> None: ...
 
+@disjoint_base
 class Gate:
     """The gate of one turn."""
 
