@@ -6,6 +6,7 @@
 //! both the lexical and the resolved form. Every I/O error is a deny. It also offers race-free
 //! opens (`openat2` beneath the governing root, Linux). It never writes anything.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -62,14 +63,53 @@ struct Root {
     provenance: FsProvenance,
 }
 
-/// Judges file reads and writes against a turn's sandbox and policy. Build one per turn (it
-/// canonicalizes the roots once).
+/// A turn's filesystem roots, canonicalized once. Keep one per turn and build checkers with
+/// [`FilePolicyChecker::with_roots`], so no check repeats the roots' `realpath` calls.
+#[derive(Debug, Clone)]
+pub struct FileRoots {
+    roots: Vec<Root>,
+    workspace: Option<usize>,
+}
+
+impl FileRoots {
+    /// Canonicalize the absolute entries of `sandbox`'s filesystem.
+    pub fn new(sandbox: &TurnSandboxSnapshot) -> Self {
+        let roots: Vec<Root> = sandbox
+            .filesystem
+            .entries
+            .iter()
+            .filter(|e| e.path.is_absolute())
+            .filter_map(|e| {
+                Some(Root {
+                    lexical: lexical_path(&e.path)?,
+                    canonical: std::fs::canonicalize(&e.path).ok(),
+                    access: e.access,
+                    provenance: e.provenance,
+                })
+            })
+            .collect();
+        let workspace = roots
+            .iter()
+            .position(|r| r.provenance == FsProvenance::Workspace);
+        FileRoots { roots, workspace }
+    }
+
+    /// Every writable root, as given and canonicalized (both spellings).
+    pub fn writable_paths(&self) -> Vec<PathBuf> {
+        self.roots
+            .iter()
+            .filter(|r| r.access == FsAccess::Write)
+            .flat_map(|r| std::iter::once(r.lexical.clone()).chain(r.canonical.clone()))
+            .collect()
+    }
+}
+
+/// Judges file reads and writes against a turn's sandbox and policy.
 #[derive(Debug)]
 pub struct FilePolicyChecker<'a> {
     sandbox: &'a TurnSandboxSnapshot,
     policy: &'a CompiledPolicy,
-    roots: Vec<Root>,
-    workspace: Option<usize>,
+    roots: Cow<'a, FileRoots>,
     layer: Arc<str>,
 }
 
@@ -93,30 +133,26 @@ fn governing<'r>(
 }
 
 impl<'a> FilePolicyChecker<'a> {
-    /// A checker for `sandbox` under `policy`.
+    /// A checker for `sandbox` under `policy` (canonicalizes the roots now).
     pub fn new(sandbox: &'a TurnSandboxSnapshot, policy: &'a CompiledPolicy) -> Self {
-        let roots: Vec<Root> = sandbox
-            .filesystem
-            .entries
-            .iter()
-            .filter(|e| e.path.is_absolute())
-            .filter_map(|e| {
-                Some(Root {
-                    lexical: lexical_path(&e.path)?,
-                    canonical: std::fs::canonicalize(&e.path).ok(),
-                    access: e.access,
-                    provenance: e.provenance,
-                })
-            })
-            .collect();
-        let workspace = roots
-            .iter()
-            .position(|r| r.provenance == FsProvenance::Workspace);
         FilePolicyChecker {
             sandbox,
             policy,
-            roots,
-            workspace,
+            roots: Cow::Owned(FileRoots::new(sandbox)),
+            layer: Arc::from(FILESYSTEM_LAYER),
+        }
+    }
+
+    /// A checker over roots canonicalized earlier (by [`FileRoots::new`] on the same sandbox).
+    pub fn with_roots(
+        sandbox: &'a TurnSandboxSnapshot,
+        policy: &'a CompiledPolicy,
+        roots: &'a FileRoots,
+    ) -> Self {
+        FilePolicyChecker {
+            sandbox,
+            policy,
+            roots: Cow::Borrowed(roots),
             layer: Arc::from(FILESYSTEM_LAYER),
         }
     }
@@ -175,9 +211,10 @@ impl<'a> FilePolicyChecker<'a> {
         if self.sandbox.mode != SandboxMode::Unrestricted {
             // 3 and 5. Containment, on the resolved form; a lexically contained path that
             // resolves outside every root is a symlink escape.
-            let res_root = governing(&self.roots, &resolved, |r| r.canonical.as_deref());
+            let res_root = governing(&self.roots.roots, &resolved, |r| r.canonical.as_deref());
             let Some(root) = res_root else {
-                let lex_root = governing(&self.roots, &lexical, |r| Some(r.lexical.as_path()));
+                let lex_root =
+                    governing(&self.roots.roots, &lexical, |r| Some(r.lexical.as_path()));
                 let reason = if lex_root.is_some() {
                     Reason::SymlinkEscape
                 } else {
@@ -204,7 +241,7 @@ impl<'a> FilePolicyChecker<'a> {
             governing_root = root.canonical.clone();
         }
         // 6. Glob rules on both forms: workspace-relative inside the workspace, else absolute.
-        let ws = self.workspace.and_then(|i| self.roots.get(i));
+        let ws = self.roots.workspace.and_then(|i| self.roots.roots.get(i));
         let lexical_form = relative_form(&lexical, ws.map(|r| r.lexical.as_path()));
         let resolved_form = relative_form(&resolved, ws.and_then(|r| r.canonical.as_deref()));
         let (Some(lexical_form), Some(resolved_form)) = (lexical_form, resolved_form) else {
