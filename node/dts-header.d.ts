@@ -42,8 +42,35 @@ export type ClientState = { timeline: JsonObject[]; prompts: JsonObject[]; last_
 /** A normalized approval scope: `{ action_kind, target, tool_name? }`. */
 export type ApprovalScope = JsonObject
 
+/** A `TurnPermissionApprovalRequest`: id, turn_id, tool_name, action_kind, scope_hash, reason, ... */
+export type ApprovalRequest = JsonObject
+/** An `ApprovalOutcome`: the request id, its resolution and reason. */
+export type ApprovalOutcome = JsonObject
+/** A stored approval: `{ request, action, resolution? }`. */
+export type StoredApproval = JsonObject
+/** A broker notification: `{ method: 'turn/permission/request/requested' | 'turn/permission/request/resolved', params }`. */
+export type Notification = { method: string; params: JsonObject }
+/** An approval resolution's wire name. */
+export type Resolution = 'allow_once' | 'allow_for_turn' | 'deny' | 'cancelled' | 'expired'
+/** What a JavaScript approver is called with. */
+export interface ApprovalAsk {
+  /** The request exactly as a person would be shown it. */
+  request: ApprovalRequest
+  /** The action that runs if approved. */
+  action: { kind: ActionKind; target: string; tool?: string }
+  /** The ask verdict: `{ effect, rule, layer, reason }` (`rule` is the deciding pattern). */
+  verdict: { effect: Effect; rule: string | null; layer: string; reason: string }
+}
+/** What a JavaScript approver may answer. */
+export type ApproverAnswer = boolean | 'approve' | 'allow' | 'deny' | 'defer' | Decision
+/** A JavaScript approver: returns an answer or a Promise of one; a rejection is a denial. */
+export type ApproverFunction = (ask: ApprovalAsk) => ApproverAnswer | Promise<ApproverAnswer>
+
+/** A subscription is an async iterator of notifications. */
+export interface Subscription extends AsyncIterable<Notification> {}
+
 /** The facade error variant a `TurnGateError` came from. */
-export type TurnGateErrorCode = 'Policy' | 'Snapshot' | 'Store' | 'SandboxUnavailable' | 'Invalid'
+export type TurnGateErrorCode = 'Policy' | 'Snapshot' | 'Store' | 'SandboxUnavailable' | 'Approval' | 'Run' | 'Invalid'
 
 /** Base class of every turngate error; `code` names the facade's error variant. */
 export declare class TurnGateError extends Error {
@@ -72,6 +99,15 @@ export declare class StoreError extends TurnGateError {
 /** A sandbox backend is required but unavailable on this platform. */
 export declare class SandboxUnavailableError extends TurnGateError {
   readonly code: 'SandboxUnavailable'
+}
+/** An approval operation was refused (unknown or duplicate request, a resolution the request
+ * does not offer, a closed broker or gate). */
+export declare class ApprovalError extends TurnGateError {
+  readonly code: 'Approval'
+}
+/** A command could not be run (spawn or I/O failed); nothing ran unconfined. */
+export declare class RunError extends TurnGateError {
+  readonly code: 'Run'
 }
 /** An argument was malformed (not the expected protocol object, an unknown name). */
 export declare class InvalidInputError extends TurnGateError {

@@ -42,8 +42,35 @@ export type ClientState = { timeline: JsonObject[]; prompts: JsonObject[]; last_
 /** A normalized approval scope: `{ action_kind, target, tool_name? }`. */
 export type ApprovalScope = JsonObject
 
+/** A `TurnPermissionApprovalRequest`: id, turn_id, tool_name, action_kind, scope_hash, reason, ... */
+export type ApprovalRequest = JsonObject
+/** An `ApprovalOutcome`: the request id, its resolution and reason. */
+export type ApprovalOutcome = JsonObject
+/** A stored approval: `{ request, action, resolution? }`. */
+export type StoredApproval = JsonObject
+/** A broker notification: `{ method: 'turn/permission/request/requested' | 'turn/permission/request/resolved', params }`. */
+export type Notification = { method: string; params: JsonObject }
+/** An approval resolution's wire name. */
+export type Resolution = 'allow_once' | 'allow_for_turn' | 'deny' | 'cancelled' | 'expired'
+/** What a JavaScript approver is called with. */
+export interface ApprovalAsk {
+  /** The request exactly as a person would be shown it. */
+  request: ApprovalRequest
+  /** The action that runs if approved. */
+  action: { kind: ActionKind; target: string; tool?: string }
+  /** The ask verdict: `{ effect, rule, layer, reason }` (`rule` is the deciding pattern). */
+  verdict: { effect: Effect; rule: string | null; layer: string; reason: string }
+}
+/** What a JavaScript approver may answer. */
+export type ApproverAnswer = boolean | 'approve' | 'allow' | 'deny' | 'defer' | Decision
+/** A JavaScript approver: returns an answer or a Promise of one; a rejection is a denial. */
+export type ApproverFunction = (ask: ApprovalAsk) => ApproverAnswer | Promise<ApproverAnswer>
+
+/** A subscription is an async iterator of notifications. */
+export interface Subscription extends AsyncIterable<Notification> {}
+
 /** The facade error variant a `TurnGateError` came from. */
-export type TurnGateErrorCode = 'Policy' | 'Snapshot' | 'Store' | 'SandboxUnavailable' | 'Invalid'
+export type TurnGateErrorCode = 'Policy' | 'Snapshot' | 'Store' | 'SandboxUnavailable' | 'Approval' | 'Run' | 'Invalid'
 
 /** Base class of every turngate error; `code` names the facade's error variant. */
 export declare class TurnGateError extends Error {
@@ -73,6 +100,15 @@ export declare class StoreError extends TurnGateError {
 export declare class SandboxUnavailableError extends TurnGateError {
   readonly code: 'SandboxUnavailable'
 }
+/** An approval operation was refused (unknown or duplicate request, a resolution the request
+ * does not offer, a closed broker or gate). */
+export declare class ApprovalError extends TurnGateError {
+  readonly code: 'Approval'
+}
+/** A command could not be run (spawn or I/O failed); nothing ran unconfined. */
+export declare class RunError extends TurnGateError {
+  readonly code: 'Run'
+}
 /** An argument was malformed (not the expected protocol object, an unknown name). */
 export declare class InvalidInputError extends TurnGateError {
   readonly code: 'Invalid'
@@ -89,6 +125,112 @@ export declare const ACTION_KINDS: readonly ActionKind[]
  * can point the loader at a WASI artifact this package does not build itself.
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
+
+/**
+ * Who answers a gate's asks: a JavaScript function, a built-in, or a broker that waits for
+ * `respond` from any client.
+ */
+export declare class Approver {
+  /**
+   * A JavaScript approver: `fn(ask)` is called on the main thread with `{request, action,
+   * verdict}` and returns an answer or a Promise of one. A thrown error or a rejection is a
+   * denial carrying its message; a Promise that never settles leaves the request pending
+   * without blocking anything. (`index.js` normalizes the answers before they reach here.)
+   */
+  static fromFunction(fn: ApproverFunction): Approver
+  /** Approves every ask (re-checked against the policy). */
+  static approveAll(): Approver
+  /** Denies every ask: the safe default for unattended runs. */
+  static denyAll(): Approver
+  /** Defers every ask: the request is persisted for a later `resume`. */
+  static deferAll(): Approver
+  /**
+   * Routes asks to `broker`, where any client answers with `respond`; each request expires
+   * after `timeoutMs` when given.
+   */
+  static broker(broker: Broker, timeoutMs?: number | undefined | null): Approver
+}
+
+/**
+ * The approval broker: opens requests, takes responses from any client, publishes
+ * `turn/permission/request/requested` and `.../resolved` notifications. A resolution is
+ * re-checked against the policy; the first one wins.
+ */
+export declare class Broker {
+  /** A broker that re-checks allows against `policy` (a gate sets its turn's own policy). */
+  constructor(policy: Policy)
+  /** Subscribe to notifications from now on (an async iterator of `{method, params}`). */
+  subscribe(): Subscription
+  /** Open a `TurnPermissionApprovalRequest` for `action`; it expires after `timeoutMs`. */
+  open(request: ApprovalRequest, action: Action, timeoutMs?: number | null): PendingApproval
+  /**
+   * Resolve request `id` (`allow_once`, `allow_for_turn`, `deny`, `cancelled`, `expired`).
+   * Idempotent: the first resolution wins and later ones return it.
+   */
+  respond(id: string, resolution: Resolution): RespondResult
+  /** The open requests, oldest first. */
+  pendingRequests(): ApprovalRequest[]
+  /** The recorded outcome of request `id`, when resolved. */
+  outcome(id: string): ApprovalOutcome | null
+  /** True when `scopeHash` was granted `allow_for_turn` in `turnId`. */
+  hasGrant(turnId: string, scopeHash: string): boolean
+  /** Cancel the open requests of `turnId`; returns their outcomes. */
+  cancelTurn(turnId: string): ApprovalOutcome[]
+  /** End `turnId`: cancel its requests and forget its grants. */
+  endTurn(turnId: string): ApprovalOutcome[]
+  /** Close the broker: pending requests are cancelled, subscriptions end. */
+  close(): void
+}
+
+/** The gate of one turn: every side-effecting tool call goes through it before it runs. */
+export declare class Gate {
+  /**
+   * A gate for `turnId` under a `TurnExecutionSecuritySnapshot`, recording to
+   * `options.store`, asking `options.approver`, honouring grants of `options.broker`.
+   */
+  constructor(turnId: string, snapshot: TurnExecutionSecuritySnapshot, options: GateOptions)
+  /** The turn id. */
+  get turnId(): string
+  /** The turn's snapshot. */
+  snapshot(): TurnExecutionSecuritySnapshot
+  /** Evaluate one call with the checker of its kind, without recording or asking. */
+  evaluate(invocation: Invocation): Evaluation
+  /** Decide one call: evaluate, consult grants, ask the approver on ask, re-check, record. */
+  authorize(invocation: Invocation): Promise<Authorization>
+  /**
+   * Decide a deferred request (possibly persisted by another process): the stored action,
+   * exactly as shown, is re-checked against this gate's policy.
+   */
+  resume(requestId: string, decision: Decision): Promise<Authorization>
+  /** Authorize a shell command and, when allowed, run it under the snapshot's sandbox. */
+  spawn(invocation: Invocation): Promise<SpawnResult>
+  /** Run a command line that was already authorized (a resumed deferral) under the sandbox. */
+  runApproved(commandLine: string, cwd?: string | undefined | null, tool?: string | undefined | null): Promise<ProcessOutcome>
+  /** Authorize a read of `invocation.target` and open it race-free beneath its root. */
+  openRead(invocation: Invocation): Promise<OpenResult>
+  /** Authorize a write of `invocation.target` and open (create or truncate) it race-free. */
+  openWrite(invocation: Invocation): Promise<OpenResult>
+  /**
+   * Check a URL and resolve it (DNS, off the event loop): connect only to the vetted
+   * addresses.
+   */
+  resolveAndCheck(url: string, tool?: string | undefined | null): Promise<NetworkResolution>
+  /** Grant `scopeHash` for the rest of the turn. */
+  grantForTurn(scopeHash: string): void
+  /**
+   * Abandon the calls still waiting (on an approver that never answers): their Promises
+   * reject with an `ApprovalError`. Later calls are unaffected.
+   */
+  close(): void
+}
+
+/** A request opened on the broker; `wait()` resolves to its outcome. */
+export declare class PendingApproval {
+  /** The request as opened. */
+  get request(): ApprovalRequest
+  /** The outcome (an `ApprovalOutcome`), once resolved. A second wait rejects. */
+  wait(): Promise<ApprovalOutcome>
+}
 
 /**
  * A compiled policy. Immutable: `merge`, `contain` and the builders return new policies.
@@ -151,6 +293,42 @@ export declare class Policy {
   toString(): string
 }
 
+/** An open audit store (SQLite, WAL), shared by gates and clients, in this process or another. */
+export declare class Store {
+  /** Open (creating if needed) the SQLite store at `path`. */
+  static open(path: string): Promise<Store>
+  /** The store's file path. */
+  get path(): string
+  /** Append a `TurnPermissionAuditEvent`; resolves to its assigned seq. */
+  append(event: JsonObject): Promise<number>
+  /** The events of `turnId` in seq order (`TurnPermissionAuditEvent[]`). */
+  replay(turnId: string): Promise<JsonObject[]>
+  /** Every turn id with events, oldest first. */
+  turns(): Promise<string[]>
+  /** Every stored approval without a resolution (`{request, action}`), oldest first. */
+  pendingApprovals(): Promise<StoredApproval[]>
+  /** The stored approval `requestId` (`{request, action, resolution?}`), or null. */
+  approval(requestId: string): Promise<StoredApproval | null>
+  /**
+   * Record `resolution` for a stored approval, first one wins. This records only; a gate's
+   * `resume` re-checks the action against the policy.
+   */
+  resolve(requestId: string, resolution: Resolution, reason: string): Promise<StoreResolution>
+}
+
+/** A notification subscription: `for await (const n of subscription)`, or `next()`. */
+export declare class Subscription {
+  /**
+   * The next notification (`{method, params}`), or null once the broker is closed or the
+   * subscription cancelled.
+   */
+  nextNotification(): Promise<Notification | null>
+  /** The next notification if one is queued, without waiting. */
+  tryNext(): Notification | null
+  /** End the subscription now. */
+  cancel(): void
+}
+
 /** One action of a batch. */
 export interface Action {
   /** The action kind's wire name. */
@@ -161,11 +339,63 @@ export interface Action {
   tool?: string
 }
 
+/** What the gate decided for one call. `outcome` says which fields are set. */
+export interface Authorization {
+  /** `allowed`, `denied` or `deferred`. */
+  outcome: 'allowed' | 'denied' | 'deferred'
+  /** Allowed: the action to run (canonical target; the approver's modified one, re-checked). */
+  action?: Action
+  /** Allowed: the verdict that allowed it (for an approved ask: the ask verdict). */
+  verdict?: Verdict
+  /** Allowed: true when an `allow_for_turn` grant answered without a prompt. */
+  cachedApproval: boolean
+  /** Allowed: remembered rules that passed the re-check (for the caller to persist). */
+  remember: Array<Rule>
+  /** Denied: the refusal. */
+  denial?: Denial
+  /** Deferred: the persisted `TurnPermissionApprovalRequest`, exactly as shown. */
+  request?: ApprovalRequest
+}
+
 /**
  * The `TaskAgentSecurityCap` a child of `snapshot` receives; `origin` is `"parent_turn"` or
  * `"task_policy"`.
  */
 export declare function capFromParent(snapshot: TurnExecutionSecuritySnapshot, origin: 'parent_turn' | 'task_policy'): TaskAgentSecurityCap
+
+/** Check a file path with the file checker of a `TurnSandboxSnapshot` and `policy`. */
+export declare function checkFile(sandbox: JsonObject, policy: Policy, kind: 'file_read' | 'file_write', path: string, tool?: string | null): FileCheck
+
+/**
+ * Check a network target (URL or `host[:port]`) with the network checker of a
+ * `TurnNetworkPolicySnapshot` and `policy`, without resolving it.
+ */
+export declare function checkNetwork(network: JsonObject, policy: Policy, target: string, tool?: string | null): NetworkCheck
+
+/** One command of a line and its verdict. */
+export interface CommandVerdict {
+  /** The program. */
+  program: string
+  /** Its arguments. */
+  args: Array<string>
+  /** Its verdict. */
+  verdict: Verdict
+}
+
+/**
+ * An approver's answer: `approve` (optionally a `modified` action and rules to `remember`,
+ * both re-checked), `deny` with a `reason`, or `defer` (persist the request and pause).
+ */
+export interface Decision {
+  /** `approve` (or `allow`), `deny` or `defer`. */
+  decision: 'approve' | 'allow' | 'deny' | 'defer'
+  /** For a denial: why (the model sees it). */
+  reason?: string
+  /** For an approval: a rewritten action to run instead (re-checked). */
+  modified?: Action
+  /** For an approval: rules to remember for the rest of the run (re-checked). */
+  remember?: Array<Rule>
+}
 
 /** Options of `Policy.default`. */
 export interface DefaultOptions {
@@ -175,14 +405,123 @@ export interface DefaultOptions {
   providerHost?: string
 }
 
+/** A refusal, shaped as a tool result the model can adapt to. */
+export interface Denial {
+  /** The refused action's kind. */
+  kind: string
+  /** The refused action's target. */
+  target: string
+  /** The refused action's tool. */
+  tool?: string
+  /** Why, in words. */
+  reason: string
+  /** The verdict behind it, when the policy denied. */
+  verdict?: Verdict
+  /** The text to hand the model as the tool's result. */
+  toolResult: string
+}
+
+/** A variable the filter dropped, and why. */
+export interface DroppedVar {
+  /** The name (lossy text). */
+  name: string
+  /** The reason's wire name (`injection`, `secret`, ...). */
+  reason: string
+}
+
 /**
  * Throws `SnapshotError` (`snapshotCode` `provider_native_on_native_shell`) or
  * `SandboxUnavailableError` when a native shell may not run under `snapshot`.
  */
 export declare function ensureNativeShellAllowed(snapshot: TurnExecutionSecuritySnapshot): void
 
+/** An environment variable as raw bytes. */
+export interface EnvBytes {
+  /** The name. */
+  name: Buffer
+  /** The value. */
+  value: Buffer
+}
+
+/** An environment variable, as text or raw bytes. */
+export interface EnvVar {
+  /** The name. */
+  name: string | Buffer
+  /** The value. */
+  value: string | Buffer
+}
+
+/**
+ * Evaluate one call under a `TurnExecutionSecuritySnapshot` with the checker of its kind,
+ * exactly as the gate does, without recording or asking.
+ */
+export declare function evaluate(snapshot: TurnExecutionSecuritySnapshot, invocation: Invocation): Evaluation
+
+/** The checker evaluation of one call: the verdict and the canonical target judged. */
+export interface Evaluation {
+  /** The verdict. */
+  verdict: Verdict
+  /** The canonical target (resolved path, `host:port`, the command line). */
+  target: string
+}
+
+/** What the file checker decided, with the path forms it judged. */
+export interface FileCheck {
+  /** The verdict. */
+  verdict: Verdict
+  /** The lexically normalized absolute path. */
+  lexical?: string
+  /** The fully resolved path (symlinks followed), when it could be resolved. */
+  resolved?: string
+  /** The root that contains it. */
+  root?: string
+}
+
+/** A filtered environment. */
+export interface FilteredEnv {
+  /** The variables kept. */
+  vars: Array<EnvBytes>
+  /** The variables dropped. */
+  dropped: Array<DroppedVar>
+}
+
+/**
+ * Filter an environment for a child in `cwd` under `mode` (`all`, `filtered`, `none`); the
+ * `untrustedPathRoots` (the writable roots) are removed from PATH.
+ */
+export declare function filterEnv(vars: EnvVar[], mode: 'all' | 'filtered' | 'none', cwd: string, untrustedPathRoots?: string[]): FilteredEnv
+
+/** Options of `new Gate`. */
+export interface GateOptions {
+  /** The audit store every decision is recorded to. */
+  store: Store
+  /** Who answers asks (default: `Approver.denyAll()`). */
+  approver?: Approver
+  /**
+   * A broker whose `allow_for_turn` grants the gate honours (and that re-checks this turn's
+   * resolutions against its policy).
+   */
+  broker?: Broker
+}
+
 /** Narrow a snapshot by a `TaskAgentSecurityCap`. */
 export declare function intersect(snapshot: TurnExecutionSecuritySnapshot, cap: TaskAgentSecurityCap): TurnExecutionSecuritySnapshot
+
+/** One tool call as the gate takes it. */
+export interface Invocation {
+  /** The action kind's wire name. */
+  kind: ActionKind
+  /** The target (path, command line, URL or `host:port`, `server/tool`, name). */
+  target: string
+  /** The tool's name. */
+  tool?: string
+  /** The turn item id (audit rows). */
+  itemId?: string
+  /** The tool call id (audit rows). */
+  toolId?: string
+  /** For shell commands: the working directory. */
+  cwd?: string
+}
 
 /**
  * How a CLI runtime (`"codex"`, `"claude"`) is driven in a permission mode (a
@@ -190,8 +529,88 @@ export declare function intersect(snapshot: TurnExecutionSecuritySnapshot, cap: 
  */
 export declare function mapCliRuntime(runtime: 'codex' | 'claude', mode: PermissionMode): JsonObject
 
+/** What the network checker decided, with the parsed target. */
+export interface NetworkCheck {
+  /** The verdict. */
+  verdict: Verdict
+  /** The host. */
+  host?: string
+  /** The port. */
+  port?: number
+  /** `host:port`. */
+  hostPort?: string
+  /** The URL scheme. */
+  scheme?: string
+  /** The address class of a literal address (`loopback`, `private`, ...). */
+  addressClass?: string
+}
+
+/** A network check with the vetted addresses to connect to. */
+export interface NetworkResolution {
+  /** The check. */
+  check: NetworkCheck
+  /** The resolved, vetted addresses (connect only to these). */
+  addrs: Array<string>
+}
+
+/**
+ * What `openRead`/`openWrite` did: a file descriptor to use with `node:fs` (close it), or a
+ * denial.
+ */
+export interface OpenResult {
+  /** `opened` or `denied`. */
+  outcome: 'opened' | 'denied'
+  /** Opened: the file descriptor (the caller owns it: `fs.closeSync(fd)`). */
+  fd?: number
+  /** Denied: the refusal. */
+  denial?: Denial
+}
+
+/** What the shell parser finds in a command line (the programs an exec rule judges). */
+export declare function parseCommandLine(line: string): ParsedCommandLine
+
+/** What the shell parser finds in a command line. */
+export interface ParsedCommandLine {
+  /** The programs an exec rule judges. */
+  programs: Array<string>
+  /** Constructs that cannot be resolved statically (`command_substitution`, ...). */
+  unresolved: Array<string>
+  /** True for a plain line (no shell constructs). */
+  plain: boolean
+}
+
+/**
+ * The spawn plan of a command line under a `TurnSandboxSnapshot`, a
+ * `TurnProcessPolicySnapshot` and `policy`.
+ */
+export declare function planSpawn(sandbox: JsonObject, process: JsonObject, policy: Policy, commandLine: string, options?: SpawnPlanOptions): SpawnPlan
+
 /** This machine's `PlatformCapabilities` (OS, Landlock ABI, Seatbelt, ...). */
 export declare function probePlatform(): JsonObject
+
+/** A finished command. */
+export interface ProcessOutcome {
+  /** The child's pid. */
+  pid: number
+  /** The exit code, when it exited. */
+  exitCode?: number
+  /** The signal that ended it, when one did. */
+  signal?: number
+  /** Whether the timeout fired. */
+  timedOut: boolean
+  /** Wall-clock milliseconds from spawn to exit. */
+  durationMs: number
+  /** Captured stdout (capped). */
+  stdout: Buffer
+  /** Captured stderr (capped). */
+  stderr: Buffer
+  /** Whether stdout was truncated. */
+  stdoutTruncated: boolean
+  /** Whether stderr was truncated. */
+  stderrTruncated: boolean
+  /** What the sandbox enforced (a `SandboxReport`), when one was requested. */
+  sandbox?: any
+}
 
 /**
  * Apply one reducer input (`{audit_event}` or `{notification}`) to a client state (null: the
@@ -214,6 +633,17 @@ export declare function renderPermissionsSection(profile: JsonObject): string | 
  * `TaskAgentSecurityCap`. Pure: the same inputs give the same snapshot.
  */
 export declare function resolve(selection: TurnPermissionProfileSelection | null | undefined, context: ResolveContext, cap?: TaskAgentSecurityCap | null): TurnExecutionSecuritySnapshot
+
+/** Check a network target and resolve it (DNS, off the event loop), vetting every address. */
+export declare function resolveAndCheckNetwork(network: JsonObject, policy: Policy, target: string, tool?: string | null): Promise<NetworkResolution>
+
+/** What `Broker.respond` did. */
+export interface RespondResult {
+  /** The recorded `ApprovalOutcome` (this response's, or the earlier one that won). */
+  outcome: ApprovalOutcome
+  /** True when this response is the one recorded. */
+  applied: boolean
+}
 
 /** A rule of a policy: a kind, an effect, a glob on the target, an optional glob on the tool. */
 export interface Rule {
@@ -246,6 +676,64 @@ export declare function scopeFromAction(kind: ActionKind, target: string, tool?:
 
 /** The `scope_hash` (lowercase hex SHA-256) of an approval scope. */
 export declare function scopeHash(scope: ApprovalScope): string
+
+/** How a command line would be spawned. */
+export interface SpawnPlan {
+  /** The verdict of the whole line (the strictest of its commands and constructs). */
+  verdict: Verdict
+  /** The argv that runs. */
+  argv: Array<string>
+  /** The working directory. */
+  cwd: string
+  /** The filtered environment. */
+  env: FilteredEnv
+  /** The timeout in milliseconds. */
+  timeoutMs?: number
+  /** Whether the child inherits stdin. */
+  inheritStdin: boolean
+  /** Whether the child gets a new session. */
+  newSession: boolean
+  /** Whether a sandbox is required. */
+  sandboxRequired: boolean
+  /** Each command and its verdict. */
+  commands: Array<CommandVerdict>
+  /** Shell constructs that cannot be resolved statically. */
+  unresolved: Array<string>
+}
+
+/** Options of `planSpawn`. */
+export interface SpawnPlanOptions {
+  /** The working directory (relative to the sandbox cwd). */
+  cwd?: string
+  /** The environment to filter. */
+  env?: Array<EnvVar>
+  /** The timeout the caller asks for, capped by the process policy. */
+  timeoutMs?: number
+  /** The tool's name. */
+  tool?: string
+}
+
+/** What `spawn` did. `outcome` says which field is set. */
+export interface SpawnResult {
+  /** `ran`, `denied` or `deferred`. */
+  outcome: 'ran' | 'denied' | 'deferred'
+  /** Ran: the finished process (under the sandbox when the snapshot requires one). */
+  process?: ProcessOutcome
+  /** Denied: the refusal (nothing ran). */
+  denial?: Denial
+  /** Deferred: the persisted request. */
+  request?: ApprovalRequest
+}
+
+/** What `Store.resolve` recorded. */
+export interface StoreResolution {
+  /** The resolution now recorded (this call's, or an earlier one that won). */
+  resolution: string
+  /** Its reason. */
+  reason: string
+  /** True when this call recorded it. */
+  applied: boolean
+}
 
 /**
  * The verdict of an action: the effect enforced, the deciding rule (null when a default

@@ -22,6 +22,11 @@ class SnapshotError extends TurnGateError {}
 class StoreError extends TurnGateError {}
 /** A sandbox backend is required but unavailable on this platform. */
 class SandboxUnavailableError extends TurnGateError {}
+/** An approval operation was refused (unknown or duplicate request, a resolution the request
+ * does not offer, a closed broker or gate). */
+class ApprovalError extends TurnGateError {}
+/** A command could not be run (spawn or I/O failed); nothing ran unconfined. */
+class RunError extends TurnGateError {}
 /** An argument was malformed (not the expected protocol object, an unknown name). */
 class InvalidInputError extends TurnGateError {}
 
@@ -30,13 +35,65 @@ const CLASSES = {
   Snapshot: SnapshotError,
   Store: StoreError,
   SandboxUnavailable: SandboxUnavailableError,
+  Approval: ApprovalError,
+  Run: RunError,
   Invalid: InvalidInputError,
 }
 
-native.setErrorFactory((code, message, details) => {
+
+// ---- approvers ------------------------------------------------------------------------------
+
+/** An approver's answer as the addon takes it: `true`/`'approve'`/`'allow'`, `false`/`'deny'`,
+ * `'defer'`, or `{ decision, reason?, modified?, remember? }`. */
+function decisionOf(answer) {
+  if (answer === true) return { decision: 'approve' }
+  if (answer === false) return { decision: 'deny', reason: 'the approver answered false' }
+  if (typeof answer === 'string') return { decision: answer }
+  if (answer && typeof answer === 'object' && typeof answer.decision === 'string') return answer
+  return { decision: 'deny', reason: `the approver answered ${JSON.stringify(answer)}, not a decision` }
+}
+
+function reasonOf(error) {
+  if (error instanceof Error) return error.message
+  return String(error)
+}
+
+/** Wraps a JavaScript approver for the addon: its answers normalized, a thrown error or a
+ * rejection turned into a denial carrying the message. */
+function wrapApprover(fn) {
+  if (typeof fn !== 'function') throw new InvalidInputError('approver: expected a function', 'Invalid')
+  return async (ask) => {
+    try {
+      return decisionOf(await fn(ask))
+    } catch (error) {
+      return { decision: 'deny', reason: reasonOf(error) }
+    }
+  }
+}
+
+native.setHooks((code, message, details) => {
   const Class = CLASSES[code] || TurnGateError
   return new Class(message, code, details)
-})
+}, wrapApprover)
+
+// Notifications as an async iterator: `for await (const n of broker.subscribe()) ...`; leaving
+// the loop cancels the subscription.
+native.Subscription.prototype[Symbol.asyncIterator] = function () {
+  const sub = this
+  return {
+    async next() {
+      const value = await sub.nextNotification()
+      return value == null ? { done: true, value: undefined } : { done: false, value }
+    },
+    async return() {
+      sub.cancel()
+      return { done: true, value: undefined }
+    },
+    [Symbol.asyncIterator]() {
+      return this
+    },
+  }
+}
 
 const ACTION_KINDS = Object.freeze([
   'file_read',
@@ -53,7 +110,7 @@ const ACTION_KINDS = Object.freeze([
 ])
 
 // The error-factory hook is not part of the API.
-const { setErrorFactory: _factory, ...api } = native
+const { setHooks: _hooks, ...api } = native
 
 module.exports = {
   ...api,
@@ -63,5 +120,7 @@ module.exports = {
   SnapshotError,
   StoreError,
   SandboxUnavailableError,
+  ApprovalError,
+  RunError,
   InvalidInputError,
 }

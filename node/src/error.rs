@@ -4,7 +4,11 @@
 //! `PolicyError` instance with a `code` naming the facade's variant and the variant's fields.
 //! Nothing here decides what is an error: that is the facade's `TurnGateError`.
 
-use napi::bindgen_prelude::{FnArgs, FunctionRef, Unknown};
+use std::future::Future;
+
+use napi::bindgen_prelude::{
+    FnArgs, Function, FunctionRef, Promise, PromiseRaw, ToNapiValue, Unknown,
+};
 use napi::{Env, Status};
 use serde_json::{Map, Value};
 use turngate_ffi::TurnGateError;
@@ -12,16 +16,38 @@ use turngate_ffi::TurnGateError;
 /// `(code, message, details) => Error`, registered by `index.js`.
 type Factory = FunctionRef<FnArgs<(&'static str, String, Value)>, Unknown<'static>>;
 
-struct ErrorFactory(Factory);
+/// `(fn) => async (ask) => Decision`, registered by `index.js`: normalizes a JavaScript
+/// approver's answers and turns its exceptions and rejections into denials.
+pub type WrapApprover = FunctionRef<
+    Function<'static, Unknown<'static>, Unknown<'static>>,
+    Function<'static, Value, Promise<crate::approver::Decision>>,
+>;
 
-/// Registers the factory that turns a facade error into an instance of the package's error
-/// classes. Called once by `index.js`; not part of the public API.
+/// The package's JavaScript hooks, one set per Node environment (worker).
+pub struct Hooks {
+    make_error: Factory,
+    /// The approver normalizer.
+    pub wrap_approver: WrapApprover,
+}
+
+/// Registers the JavaScript hooks: the error factory that turns a facade error into an instance
+/// of the package's error classes, and the approver normalizer. Called once by `index.js`; not
+/// part of the public API.
 #[napi_derive::napi(skip_typescript)]
-pub fn set_error_factory(
-    env: Env,
-    factory: FunctionRef<FnArgs<(&'static str, String, Value)>, Unknown<'static>>,
-) -> napi::Result<()> {
-    env.set_instance_data(ErrorFactory(factory), (), |_| {})
+pub fn set_hooks(env: Env, make_error: Factory, wrap_approver: WrapApprover) -> napi::Result<()> {
+    env.set_instance_data(
+        Hooks {
+            make_error,
+            wrap_approver,
+        },
+        (),
+        |_| {},
+    )
+}
+
+/// The registered hooks of this environment.
+pub fn hooks(env: &Env) -> Option<&'static Hooks> {
+    env.get_instance_data::<Hooks>().ok().flatten().map(|h| &*h)
 }
 
 /// The facade variant's name: the JavaScript error's `code`.
@@ -31,6 +57,8 @@ pub fn code_of(e: &TurnGateError) -> &'static str {
         TurnGateError::Snapshot { .. } => "Snapshot",
         TurnGateError::Store { .. } => "Store",
         TurnGateError::SandboxUnavailable { .. } => "SandboxUnavailable",
+        TurnGateError::Approval { .. } => "Approval",
+        TurnGateError::Run { .. } => "Run",
         _ => "Invalid",
     }
 }
@@ -59,11 +87,8 @@ fn details_of(e: &TurnGateError) -> Value {
 pub fn js_error(env: &Env, e: TurnGateError) -> napi::Error {
     let code = code_of(&e);
     let message = e.message().to_owned();
-    let built = env
-        .get_instance_data::<ErrorFactory>()
-        .ok()
-        .flatten()
-        .and_then(|f| f.0.borrow_back(env).ok())
+    let built = hooks(env)
+        .and_then(|h| h.make_error.borrow_back(env).ok())
         .and_then(|f| f.call((code, message.clone(), details_of(&e)).into()).ok());
     match built {
         Some(obj) => napi::Error::from(obj),
@@ -80,5 +105,53 @@ pub trait OrThrow<T> {
 impl<T> OrThrow<T> for Result<T, TurnGateError> {
     fn or_throw(self, env: &Env) -> napi::Result<T> {
         self.map_err(|e| js_error(env, e))
+    }
+}
+
+/// Run `fut` on the addon's runtime and settle a Promise with its converted result; a facade
+/// error rejects it with the native error class. The JavaScript thread never waits.
+pub fn promise<'env, T, V, F, C>(
+    env: &'env Env,
+    fut: F,
+    convert: C,
+) -> napi::Result<PromiseRaw<'env, V>>
+where
+    T: Send + 'static,
+    V: ToNapiValue,
+    F: Future<Output = Result<T, TurnGateError>> + Send + 'static,
+    C: FnOnce(&Env, T) -> napi::Result<V> + 'static,
+{
+    env.spawn_future_with_callback(async move { Ok(fut.await) }, move |env, r| match r {
+        Ok(t) => convert(env, t),
+        Err(e) => Err(js_error(env, e)),
+    })
+}
+
+/// Run the blocking `work` (SQLite, the file system) on the runtime's blocking pool and settle
+/// a Promise with its converted result. A panic in `work` rejects with `StoreError`.
+pub fn blocking<'env, T, V, W, C>(
+    env: &'env Env,
+    work: W,
+    convert: C,
+) -> napi::Result<PromiseRaw<'env, V>>
+where
+    T: Send + 'static,
+    V: ToNapiValue,
+    W: FnOnce() -> Result<T, TurnGateError> + Send + 'static,
+    C: FnOnce(&Env, T) -> napi::Result<V> + 'static,
+{
+    let fut = async move {
+        tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
+            Err(TurnGateError::Store {
+                message: format!("the store task failed: {e}"),
+            })
+        })
+    };
+    promise(env, fut, convert)
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooks").finish_non_exhaustive()
     }
 }

@@ -1,14 +1,18 @@
 //! `turngate-node`: the napi-rs addon behind the `turngate` npm package. It wraps the FFI
 //! facade (`turngate-ffi`) thinly: it converts JavaScript values to the facade's types, builds
-//! native error classes from the facade's error enum, and bridges Promises and callbacks. It
-//! never decides anything itself.
+//! native error classes from the facade's error enum, runs async work (approvals, spawns, the
+//! store) on its runtime behind Promises, and bridges JavaScript approvers through threadsafe
+//! functions. It never decides anything itself.
 #![warn(missing_docs)]
 
+pub mod approver;
+pub mod broker;
+pub mod check;
 pub mod error;
+pub mod gate;
 pub mod policy;
 pub mod snapshot;
-
-pub use policy::{Action, DefaultOptions, Policy, Rule, RuleOptions, Verdict};
+pub mod store;
 
 /// The version of the turngate core.
 #[napi_derive::napi]

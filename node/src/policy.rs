@@ -270,14 +270,7 @@ impl Policy {
     /// action's index.
     #[napi(ts_return_type = "Effect[]")]
     pub fn check_batch(&self, env: Env, actions: Vec<Action>) -> napi::Result<Vec<&'static str>> {
-        let records: Vec<ActionRecord> = actions
-            .into_iter()
-            .map(|a| ActionRecord {
-                kind: a.kind,
-                target: a.target,
-                tool: a.tool,
-            })
-            .collect();
+        let records: Vec<ActionRecord> = actions.into_iter().map(ActionRecord::from).collect();
         let effects = self.handle.check_batch(&records).or_throw(&env)?;
         Ok(effects.into_iter().map(effect_str).collect())
     }
@@ -304,5 +297,15 @@ impl Policy {
     #[napi(js_name = "toString")]
     pub fn describe(&self) -> String {
         format!("Policy.fromJson({:?})", self.handle.to_json())
+    }
+}
+
+impl From<Action> for ActionRecord {
+    fn from(a: Action) -> Self {
+        ActionRecord {
+            kind: a.kind,
+            target: a.target,
+            tool: a.tool,
+        }
     }
 }

@@ -5,7 +5,8 @@
 
 import { test, describe } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync, readdirSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
 
@@ -15,12 +16,7 @@ const CONFORMANCE = fileURLToPath(new URL('../../tests/conformance/', import.met
 
 // Suites this runner does not run, each with the reason. Any other unknown suite on disk fails
 // the run (see "every suite on disk is run").
-export const NOT_RUN_HERE = {
-  checkers_env:
-    'the checkers (core/src/check) are not wrapped by the FFI facade yet; the Node package only wraps the facade (issue 10 follow-up)',
-  checkers_network: 'the checkers are not wrapped by the FFI facade yet (issue 10 follow-up)',
-  checkers_shell: 'the checkers are not wrapped by the FFI facade yet (issue 10 follow-up)',
-}
+export const NOT_RUN_HERE = {}
 
 function files() {
   return readdirSync(CONFORMANCE)
@@ -188,7 +184,126 @@ function runScopeHash(v) {
   assert.equal(turngate.scopeHash(v.scope), v.scope_hash)
 }
 
+// ---- checker suites (as core/tests/conformance_checkers.rs) ---------------------------------
+
+const shellSandbox = (cwd) => ({
+  mode: 'unrestricted',
+  cwd,
+  filesystem: { entries: [] },
+  tmp: 'host',
+  network: { mode: 'enabled', allowed_domains: [], denied_domains: [], allow_localhost: false, allow_unix_sockets: false, allowed_tcp_ports: [] },
+  backend_requirement: 'optional',
+  backend_preference: 'none',
+})
+
+const SHELL_PROCESS = {
+  shell_enabled: true,
+  inherit_stdin: false,
+  inherit_session: false,
+  env: 'filtered',
+  max_duration_ms: 1000,
+  denied_commands: [],
+  allowed_command_families: [],
+}
+
+function runCheckersNetwork(v, doc) {
+  const net = { ...doc.defaults.network, ...(v.network ?? {}) }
+  const policy = turngate.Policy.fromObject(v.policy ?? doc.defaults.policy)
+  const { verdict } = turngate.checkNetwork(net, policy, v.target)
+  assert.equal(verdict.effect, v.expect.effect, JSON.stringify(verdict))
+  if ('reason' in v.expect) assert.equal(verdict.reason, v.expect.reason, JSON.stringify(verdict))
+}
+
+function runCheckersShell(v, doc) {
+  const policy = turngate.Policy.fromObject(doc.policy)
+  const dir = mkdtempSync(path.join(tmpdir(), 'turngate-shell-'))
+  let plan
+  try {
+    plan = turngate.planSpawn(shellSandbox(dir), SHELL_PROCESS, policy, v.line)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+  const parsed = turngate.parseCommandLine(v.line)
+  const { expect } = v
+  assert.equal(policy.check('shell_command', v.line), expect.effect, 'explain disagrees')
+  assert.equal(plan.verdict.effect, expect.effect, `plan gave ${JSON.stringify(plan.verdict)}`)
+  for (const p of expect.programs_include ?? []) assert.ok(parsed.programs.includes(p), `program ${p} not reported: ${JSON.stringify(parsed)}`)
+  if (expect.unresolved_include) {
+    if (expect.unresolved_include.length === 0) assert.deepEqual(parsed.unresolved, [])
+    for (const u of expect.unresolved_include) assert.ok(parsed.unresolved.includes(u), `unresolved ${u} not reported: ${JSON.stringify(parsed)}`)
+  }
+}
+
+const text = (x) => (typeof x === 'string' ? Buffer.from(x) : Buffer.from(x.hex, 'hex'))
+
+function runCheckersEnv(v) {
+  const name = text(v.name)
+  const mode = v.mode === 'all' || v.mode === 'none' ? v.mode : 'filtered'
+  const env = turngate.filterEnv([{ name, value: text(v.value) }], mode, '/w')
+  const kept = env.vars.some((e) => Buffer.compare(e.name, name) === 0)
+  const reason = env.dropped[0]?.reason ?? null
+  assert.equal(kept, v.expect.kept, `kept=${kept} reason=${reason}`)
+  if ('reason' in v.expect) assert.equal(reason, v.expect.reason, `kept=${kept} reason=${reason}`)
+}
+
+// ---- suite gate (as core/tests/gate_conformance.rs) -----------------------------------------
+
+const PLATFORM = { os: 'linux', landlock_abi: 7, seccomp: true, user_namespaces: true, seatbelt: false, restricted_token: false }
+
+async function runGate(v) {
+  const dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'turngate-gate-')))
+  try {
+    for (const [p, content] of Object.entries(v.files ?? {})) {
+      mkdirSync(path.dirname(path.join(dir, p)), { recursive: true })
+      writeFileSync(path.join(dir, p), content)
+    }
+    for (const [link, target] of Object.entries(v.symlinks ?? {})) {
+      mkdirSync(path.dirname(path.join(dir, link)), { recursive: true })
+      symlinkSync(target, path.join(dir, link))
+    }
+    const snapshot = turngate.resolve(v.selection, { workspace_root: dir, execution_backend: 'native', platform: PLATFORM })
+    const store = await turngate.Store.open(path.join(dir, 'audit.db'))
+    const broker = new turngate.Broker(turngate.Policy.fromObject(snapshot.permission_profile.effective_policy))
+    const gate = new turngate.Gate('turn-1', snapshot, { store, approver: turngate.Approver.broker(broker), broker })
+    // The responder answers each requested approval with the step's scripted answer.
+    const answers = []
+    let asked = 0
+    const sub = broker.subscribe()
+    const responder = (async () => {
+      for await (const n of sub) {
+        if (n.method !== 'turn/permission/request/requested') continue
+        asked++
+        broker.respond(n.params.request?.id ?? n.params.id, answers.shift() ?? 'deny')
+      }
+    })()
+    for (const [i, step] of v.steps.entries()) {
+      if (step.answer) answers.push(step.answer)
+      const before = asked
+      const a = await gate.authorize({ kind: step.kind, target: step.target, tool: step.tool })
+      const got = {
+        outcome: a.outcome,
+        cached: a.outcome === 'allowed' ? a.cachedApproval : false,
+        reason: a.outcome === 'allowed' ? a.verdict.reason : a.outcome === 'denied' ? (a.denial.verdict?.reason ?? null) : undefined,
+        asked: asked > before,
+      }
+      for (const key of ['outcome', 'cached', 'asked', 'reason']) {
+        if (key in step.expect) assert.deepEqual(got[key], step.expect[key], `step ${i}: ${key} (got ${JSON.stringify(got)})`)
+      }
+    }
+    broker.close()
+    await responder
+    const rows = (await store.replay('turn-1')).map((e) => [e.kind, e.decision ?? null, e.cached_approval_used])
+    if (v.expect_audit) assert.deepEqual(rows, v.expect_audit, 'audit rows')
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
 export const RUNNERS = {
+  checkers_network: runCheckersNetwork,
+  checkers_shell: runCheckersShell,
+  checkers_env: runCheckersEnv,
+  gate: runGate,
   policy: runPolicy,
   policy_serde: runPolicySerde,
   snapshot_resolve: runSnapshotResolve,
@@ -205,9 +320,9 @@ for (const file of files()) {
   if (!run) continue
   describe(`${path.basename(file)} (suite ${doc.suite})`, () => {
     doc.vectors.forEach((v, i) => {
-      test(`[${i}] ${String(v.why ?? '').slice(0, 70)}`, () => {
+      test(`[${i}] ${String(v.why ?? '').slice(0, 70)}`, async () => {
         assert.ok(String(v.why ?? '').trim(), 'vector without a why')
-        run(v)
+        await run(v, doc)
       })
     })
   })

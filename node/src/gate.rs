@@ -1,0 +1,471 @@
+//! `Gate`: the facade's gate of one turn. `authorize`, `spawn`, `resume`, `runApproved` and the
+//! race-free opens return Promises and run on the addon's runtime (the approver is awaited
+//! there, never on the JavaScript thread). `close()` abandons the calls still waiting: their
+//! Promises reject with an `ApprovalError`. Every rule is the core gate's.
+
+use std::sync::Arc;
+
+use napi::Env;
+use napi::bindgen_prelude::{Buffer, PromiseRaw};
+use napi_derive::napi;
+use serde_json::Value;
+use tokio::sync::watch;
+use turngate_ffi::gate::{
+    AuthorizationRecord, DenialRecord, OpenRecord, ProcessOutcomeRecord, SpawnRecord,
+};
+use turngate_ffi::{GateHandle, InvocationRecord, TurnGateError};
+
+use crate::approver::{Approver, Decision};
+use crate::broker::Broker;
+use crate::check::{Evaluation, Invocation, NetworkResolution};
+use crate::error::{OrThrow, promise};
+use crate::policy::{Rule, Verdict};
+use crate::store::Store;
+
+/// A refusal, shaped as a tool result the model can adapt to.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct Denial {
+    /// The refused action's kind.
+    pub kind: String,
+    /// The refused action's target.
+    pub target: String,
+    /// The refused action's tool.
+    pub tool: Option<String>,
+    /// Why, in words.
+    pub reason: String,
+    /// The verdict behind it, when the policy denied.
+    pub verdict: Option<Verdict>,
+    /// The text to hand the model as the tool's result.
+    pub tool_result: String,
+}
+
+impl From<DenialRecord> for Denial {
+    fn from(d: DenialRecord) -> Self {
+        Denial {
+            kind: d.kind,
+            target: d.target,
+            tool: d.tool,
+            reason: d.reason,
+            verdict: d.verdict.map(Verdict::from),
+            tool_result: d.tool_result,
+        }
+    }
+}
+
+/// What the gate decided for one call. `outcome` says which fields are set.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct Authorization {
+    /// `allowed`, `denied` or `deferred`.
+    #[napi(ts_type = "'allowed' | 'denied' | 'deferred'")]
+    pub outcome: String,
+    /// Allowed: the action to run (canonical target; the approver's modified one, re-checked).
+    pub action: Option<crate::policy::Action>,
+    /// Allowed: the verdict that allowed it (for an approved ask: the ask verdict).
+    pub verdict: Option<Verdict>,
+    /// Allowed: true when an `allow_for_turn` grant answered without a prompt.
+    pub cached_approval: bool,
+    /// Allowed: remembered rules that passed the re-check (for the caller to persist).
+    pub remember: Vec<Rule>,
+    /// Denied: the refusal.
+    pub denial: Option<Denial>,
+    /// Deferred: the persisted `TurnPermissionApprovalRequest`, exactly as shown.
+    #[napi(ts_type = "ApprovalRequest")]
+    pub request: Option<Value>,
+}
+
+impl Authorization {
+    fn empty(outcome: &str) -> Self {
+        Authorization {
+            outcome: outcome.to_owned(),
+            action: None,
+            verdict: None,
+            cached_approval: false,
+            remember: Vec::new(),
+            denial: None,
+            request: None,
+        }
+    }
+}
+
+impl From<AuthorizationRecord> for Authorization {
+    fn from(a: AuthorizationRecord) -> Self {
+        match a {
+            AuthorizationRecord::Allowed {
+                kind,
+                target,
+                tool,
+                verdict,
+                cached_approval,
+                remember,
+            } => Authorization {
+                action: Some(crate::policy::Action { kind, target, tool }),
+                verdict: Some(verdict.into()),
+                cached_approval,
+                remember: remember.into_iter().map(Rule::from).collect(),
+                ..Authorization::empty("allowed")
+            },
+            AuthorizationRecord::Denied(d) => Authorization {
+                denial: Some(d.into()),
+                ..Authorization::empty("denied")
+            },
+            AuthorizationRecord::Deferred { request } => Authorization {
+                request: Some(request),
+                ..Authorization::empty("deferred")
+            },
+        }
+    }
+}
+
+/// A finished command.
+#[napi(object)]
+pub struct ProcessOutcome {
+    /// The child's pid.
+    pub pid: u32,
+    /// The exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    /// Whether the timeout fired.
+    pub timed_out: bool,
+    /// Wall-clock milliseconds from spawn to exit.
+    pub duration_ms: f64,
+    /// Captured stdout (capped).
+    pub stdout: Buffer,
+    /// Captured stderr (capped).
+    pub stderr: Buffer,
+    /// Whether stdout was truncated.
+    pub stdout_truncated: bool,
+    /// Whether stderr was truncated.
+    pub stderr_truncated: bool,
+    /// What the sandbox enforced (a `SandboxReport`), when one was requested.
+    pub sandbox: Option<Value>,
+}
+
+impl From<ProcessOutcomeRecord> for ProcessOutcome {
+    fn from(o: ProcessOutcomeRecord) -> Self {
+        ProcessOutcome {
+            pid: o.pid,
+            exit_code: o.exit_code,
+            signal: o.signal,
+            timed_out: o.timed_out,
+            duration_ms: o.duration_ms as f64,
+            stdout: o.stdout.into(),
+            stderr: o.stderr.into(),
+            stdout_truncated: o.stdout_truncated,
+            stderr_truncated: o.stderr_truncated,
+            sandbox: o.sandbox,
+        }
+    }
+}
+
+/// What `spawn` did. `outcome` says which field is set.
+#[napi(object)]
+pub struct SpawnResult {
+    /// `ran`, `denied` or `deferred`.
+    #[napi(ts_type = "'ran' | 'denied' | 'deferred'")]
+    pub outcome: String,
+    /// Ran: the finished process (under the sandbox when the snapshot requires one).
+    pub process: Option<ProcessOutcome>,
+    /// Denied: the refusal (nothing ran).
+    pub denial: Option<Denial>,
+    /// Deferred: the persisted request.
+    #[napi(ts_type = "ApprovalRequest")]
+    pub request: Option<Value>,
+}
+
+/// What `openRead`/`openWrite` did: a file descriptor to use with `node:fs` (close it), or a
+/// denial.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct OpenResult {
+    /// `opened` or `denied`.
+    #[napi(ts_type = "'opened' | 'denied'")]
+    pub outcome: String,
+    /// Opened: the file descriptor (the caller owns it: `fs.closeSync(fd)`).
+    pub fd: Option<i32>,
+    /// Denied: the refusal.
+    pub denial: Option<Denial>,
+}
+
+#[cfg(unix)]
+fn fd_of(file: std::fs::File) -> Option<i32> {
+    use std::os::fd::IntoRawFd;
+    Some(file.into_raw_fd())
+}
+
+#[cfg(not(unix))]
+fn fd_of(_file: std::fs::File) -> Option<i32> {
+    None
+}
+
+fn open_result(r: OpenRecord) -> OpenResult {
+    match r {
+        OpenRecord::Opened(f) => OpenResult {
+            outcome: "opened".to_owned(),
+            fd: fd_of(f),
+            denial: None,
+        },
+        OpenRecord::Denied(d) => OpenResult {
+            outcome: "denied".to_owned(),
+            fd: None,
+            denial: Some((*d).into()),
+        },
+    }
+}
+
+/// Options of `new Gate`.
+#[napi(object)]
+pub struct GateOptions {
+    /// The audit store every decision is recorded to.
+    pub store: napi::bindgen_prelude::ClassInstance<'static, Store>,
+    /// Who answers asks (default: `Approver.denyAll()`).
+    pub approver: Option<napi::bindgen_prelude::ClassInstance<'static, Approver>>,
+    /// A broker whose `allow_for_turn` grants the gate honours (and that re-checks this turn's
+    /// resolutions against its policy).
+    pub broker: Option<napi::bindgen_prelude::ClassInstance<'static, Broker>>,
+}
+
+/// The gate of one turn: every side-effecting tool call goes through it before it runs.
+#[napi]
+#[derive(Debug)]
+pub struct Gate {
+    gate: Arc<GateHandle>,
+    closed: watch::Sender<bool>,
+}
+
+impl Gate {
+    /// `fut`, unless the gate is closed first.
+    fn guarded<T: Send + 'static>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T, TurnGateError>> + Send + 'static,
+    ) -> impl std::future::Future<Output = Result<T, TurnGateError>> + Send + 'static {
+        let mut closed = self.closed.subscribe();
+        async move {
+            tokio::select! {
+                r = fut => r,
+                _ = closed.wait_for(|c| *c) => Err(TurnGateError::Approval {
+                    message: "the gate was closed while this call was waiting".to_owned(),
+                }),
+            }
+        }
+    }
+}
+
+#[napi]
+impl Gate {
+    /// A gate for `turnId` under a `TurnExecutionSecuritySnapshot`, recording to
+    /// `options.store`, asking `options.approver`, honouring grants of `options.broker`.
+    #[napi(
+        constructor,
+        ts_args_type = "turnId: string, snapshot: TurnExecutionSecuritySnapshot, options: GateOptions"
+    )]
+    pub fn new(
+        env: Env,
+        turn_id: String,
+        snapshot: Value,
+        options: GateOptions,
+    ) -> napi::Result<Self> {
+        let approver = match &options.approver {
+            Some(a) => a.handle.clone(),
+            None => turngate_ffi::ApproverHandle::builtin("deny_all").or_throw(&env)?,
+        };
+        let broker = options.broker.as_ref().map(|b| Arc::clone(&b.handle));
+        let gate = GateHandle::new(
+            &turn_id,
+            snapshot,
+            &options.store.handle,
+            &approver,
+            broker.as_deref(),
+        )
+        .or_throw(&env)?;
+        Ok(Gate {
+            gate,
+            closed: watch::channel(false).0,
+        })
+    }
+
+    /// The turn id.
+    #[napi(getter)]
+    pub fn turn_id(&self) -> String {
+        self.gate.turn_id()
+    }
+
+    /// The turn's snapshot.
+    #[napi(ts_return_type = "TurnExecutionSecuritySnapshot")]
+    pub fn snapshot(&self, env: Env) -> napi::Result<Value> {
+        self.gate.snapshot().or_throw(&env)
+    }
+
+    /// Evaluate one call with the checker of its kind, without recording or asking.
+    #[napi]
+    pub fn evaluate(&self, env: Env, invocation: Invocation) -> napi::Result<Evaluation> {
+        self.gate
+            .evaluate(&invocation.into())
+            .map(Evaluation::from)
+            .or_throw(&env)
+    }
+
+    /// Decide one call: evaluate, consult grants, ask the approver on ask, re-check, record.
+    #[napi(ts_return_type = "Promise<Authorization>")]
+    pub fn authorize<'env>(
+        &self,
+        env: &'env Env,
+        invocation: Invocation,
+    ) -> napi::Result<PromiseRaw<'env, Authorization>> {
+        let gate = Arc::clone(&self.gate);
+        let inv: InvocationRecord = invocation.into();
+        let fut = self.guarded(async move { gate.authorize(&inv).await });
+        promise(env, fut, |_, a| Ok(Authorization::from(a)))
+    }
+
+    /// Decide a deferred request (possibly persisted by another process): the stored action,
+    /// exactly as shown, is re-checked against this gate's policy.
+    #[napi(ts_return_type = "Promise<Authorization>")]
+    pub fn resume<'env>(
+        &self,
+        env: &'env Env,
+        request_id: String,
+        decision: Decision,
+    ) -> napi::Result<PromiseRaw<'env, Authorization>> {
+        let decision = decision.to_record().or_throw(env)?;
+        let gate = Arc::clone(&self.gate);
+        let work = async move {
+            tokio::task::spawn_blocking(move || gate.resume(&request_id, &decision))
+                .await
+                .unwrap_or_else(|e| {
+                    Err(TurnGateError::Store {
+                        message: format!("resume failed: {e}"),
+                    })
+                })
+        };
+        promise(env, work, |_, a| Ok(Authorization::from(a)))
+    }
+
+    /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox.
+    #[napi(ts_return_type = "Promise<SpawnResult>")]
+    pub fn spawn<'env>(
+        &self,
+        env: &'env Env,
+        invocation: Invocation,
+    ) -> napi::Result<PromiseRaw<'env, SpawnResult>> {
+        let gate = Arc::clone(&self.gate);
+        let inv: InvocationRecord = invocation.into();
+        let fut = self.guarded(async move { gate.spawn(&inv).await });
+        promise(env, fut, |_, r| {
+            Ok(match r {
+                SpawnRecord::Ran(o) => SpawnResult {
+                    outcome: "ran".to_owned(),
+                    process: Some(o.into()),
+                    denial: None,
+                    request: None,
+                },
+                SpawnRecord::Denied(d) => SpawnResult {
+                    outcome: "denied".to_owned(),
+                    process: None,
+                    denial: Some(d.into()),
+                    request: None,
+                },
+                SpawnRecord::Deferred { request } => SpawnResult {
+                    outcome: "deferred".to_owned(),
+                    process: None,
+                    denial: None,
+                    request: Some(request),
+                },
+            })
+        })
+    }
+
+    /// Run a command line that was already authorized (a resumed deferral) under the sandbox.
+    #[napi(ts_return_type = "Promise<ProcessOutcome>")]
+    pub fn run_approved<'env>(
+        &self,
+        env: &'env Env,
+        command_line: String,
+        cwd: Option<String>,
+        tool: Option<String>,
+    ) -> napi::Result<PromiseRaw<'env, ProcessOutcome>> {
+        let gate = Arc::clone(&self.gate);
+        let fut = self.guarded(async move {
+            gate.run_approved(&command_line, cwd.as_deref(), tool.as_deref())
+                .await
+        });
+        promise(env, fut, |_, o| Ok(ProcessOutcome::from(o)))
+    }
+
+    /// Authorize a read of `invocation.target` and open it race-free beneath its root.
+    #[napi(ts_return_type = "Promise<OpenResult>")]
+    pub fn open_read<'env>(
+        &self,
+        env: &'env Env,
+        invocation: Invocation,
+    ) -> napi::Result<PromiseRaw<'env, OpenResult>> {
+        let gate = Arc::clone(&self.gate);
+        let inv: InvocationRecord = invocation.into();
+        let fut = self.guarded(async move { gate.open_read(&inv).await });
+        promise(env, fut, |_, r| Ok(open_result(r)))
+    }
+
+    /// Authorize a write of `invocation.target` and open (create or truncate) it race-free.
+    #[napi(ts_return_type = "Promise<OpenResult>")]
+    pub fn open_write<'env>(
+        &self,
+        env: &'env Env,
+        invocation: Invocation,
+    ) -> napi::Result<PromiseRaw<'env, OpenResult>> {
+        let gate = Arc::clone(&self.gate);
+        let inv: InvocationRecord = invocation.into();
+        let fut = self.guarded(async move { gate.open_write(&inv).await });
+        promise(env, fut, |_, r| Ok(open_result(r)))
+    }
+
+    /// Check a URL and resolve it (DNS, off the event loop): connect only to the vetted
+    /// addresses.
+    #[napi(ts_return_type = "Promise<NetworkResolution>")]
+    pub fn resolve_and_check<'env>(
+        &self,
+        env: &'env Env,
+        url: String,
+        tool: Option<String>,
+    ) -> napi::Result<PromiseRaw<'env, NetworkResolution>> {
+        let gate = Arc::clone(&self.gate);
+        crate::error::blocking(
+            env,
+            move || Ok(gate.resolve_and_check(&url, tool.as_deref())),
+            |_, r| Ok(NetworkResolution::from(r)),
+        )
+    }
+
+    /// Grant `scopeHash` for the rest of the turn.
+    #[napi]
+    pub fn grant_for_turn(&self, scope_hash: String) {
+        self.gate.grant_for_turn(&scope_hash);
+    }
+
+    /// Abandon the calls still waiting (on an approver that never answers): their Promises
+    /// reject with an `ApprovalError`. Later calls are unaffected.
+    #[napi]
+    pub fn close(&self) {
+        self.closed.send_replace(true);
+        self.closed.send_replace(false);
+    }
+}
+
+impl std::fmt::Debug for ProcessOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessOutcome").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for SpawnResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpawnResult").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for GateOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GateOptions").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,124 @@
+//! `Store`: the facade's durable SQLite audit and approval store. Every call blocks on SQLite,
+//! so every method returns a Promise and runs on the runtime's blocking pool.
+
+use std::sync::Arc;
+
+use napi::Env;
+use napi::bindgen_prelude::PromiseRaw;
+use napi_derive::napi;
+use serde_json::Value;
+use turngate_ffi::StoreHandle;
+
+use crate::error::blocking;
+
+/// What `Store.resolve` recorded.
+#[napi(object)]
+#[derive(Debug, Clone)]
+pub struct StoreResolution {
+    /// The resolution now recorded (this call's, or an earlier one that won).
+    pub resolution: String,
+    /// Its reason.
+    pub reason: String,
+    /// True when this call recorded it.
+    pub applied: bool,
+}
+
+/// An open audit store (SQLite, WAL), shared by gates and clients, in this process or another.
+#[napi]
+#[derive(Debug)]
+pub struct Store {
+    pub(crate) handle: Arc<StoreHandle>,
+}
+
+#[napi]
+impl Store {
+    /// Open (creating if needed) the SQLite store at `path`.
+    #[napi(ts_return_type = "Promise<Store>")]
+    pub fn open(env: &Env, path: String) -> napi::Result<PromiseRaw<'_, Store>> {
+        blocking(
+            env,
+            move || StoreHandle::open(&path),
+            |_, handle| Ok(Store { handle }),
+        )
+    }
+
+    /// The store's file path.
+    #[napi(getter)]
+    pub fn path(&self) -> String {
+        self.handle.path()
+    }
+
+    /// Append a `TurnPermissionAuditEvent`; resolves to its assigned seq.
+    #[napi(ts_args_type = "event: JsonObject", ts_return_type = "Promise<number>")]
+    pub fn append<'env>(
+        &self,
+        env: &'env Env,
+        event: Value,
+    ) -> napi::Result<PromiseRaw<'env, f64>> {
+        let h = Arc::clone(&self.handle);
+        blocking(env, move || h.append(event), |_, seq| Ok(seq as f64))
+    }
+
+    /// The events of `turnId` in seq order (`TurnPermissionAuditEvent[]`).
+    #[napi(ts_return_type = "Promise<JsonObject[]>")]
+    pub fn replay<'env>(
+        &self,
+        env: &'env Env,
+        turn_id: String,
+    ) -> napi::Result<PromiseRaw<'env, Value>> {
+        let h = Arc::clone(&self.handle);
+        blocking(env, move || h.replay(&turn_id), |_, v| Ok(v))
+    }
+
+    /// Every turn id with events, oldest first.
+    #[napi(ts_return_type = "Promise<string[]>")]
+    pub fn turns<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Vec<String>>> {
+        let h = Arc::clone(&self.handle);
+        blocking(env, move || h.turns(), |_, v| Ok(v))
+    }
+
+    /// Every stored approval without a resolution (`{request, action}`), oldest first.
+    #[napi(ts_return_type = "Promise<StoredApproval[]>")]
+    pub fn pending_approvals<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Value>> {
+        let h = Arc::clone(&self.handle);
+        blocking(env, move || h.pending_approvals(), |_, v| Ok(v))
+    }
+
+    /// The stored approval `requestId` (`{request, action, resolution?}`), or null.
+    #[napi(ts_return_type = "Promise<StoredApproval | null>")]
+    pub fn approval<'env>(
+        &self,
+        env: &'env Env,
+        request_id: String,
+    ) -> napi::Result<PromiseRaw<'env, Option<Value>>> {
+        let h = Arc::clone(&self.handle);
+        blocking(env, move || h.approval(&request_id), |_, v| Ok(v))
+    }
+
+    /// Record `resolution` for a stored approval, first one wins. This records only; a gate's
+    /// `resume` re-checks the action against the policy.
+    #[napi(
+        ts_args_type = "requestId: string, resolution: Resolution, reason: string",
+        ts_return_type = "Promise<StoreResolution>"
+    )]
+    pub fn resolve<'env>(
+        &self,
+        env: &'env Env,
+        request_id: String,
+        resolution: String,
+        reason: String,
+    ) -> napi::Result<PromiseRaw<'env, StoreResolution>> {
+        let h = Arc::clone(&self.handle);
+        blocking(
+            env,
+            move || h.resolve(&request_id, &resolution, &reason),
+            |_, r| {
+                Ok(StoreResolution {
+                    resolution: r.resolution,
+                    reason: r.reason,
+                    applied: r.applied,
+                })
+            },
+        )
+    }
+}
