@@ -120,7 +120,7 @@ fn lexical_path(p: &Path) -> Option<PathBuf> {
         .map(|c| PathBuf::from(c.into_owned()))
 }
 
-/// The deepest root containing `path` (compared component by component).
+/// The deepest root containing `path`, compared component by component.
 fn governing<'r>(
     roots: &'r [Root],
     path: &Path,
@@ -128,10 +128,33 @@ fn governing<'r>(
 ) -> Option<&'r Root> {
     roots
         .iter()
-        .filter(|r| form(r).is_some_and(|root| path.starts_with(root)))
-        .max_by_key(|r| form(r).map_or(0, |p| p.components().count()))
+        .filter_map(|r| {
+            let root = form(r)?;
+            strip_root(path, root).map(|_| (r, root.as_os_str().len()))
+        })
+        .max_by_key(|(_, depth)| *depth)
+        .map(|(r, _)| r)
 }
 
+/// `path` below `root`, as bytes (empty for the root itself), when `root` contains `path`
+/// component-wise: `/w_evil` is not inside `/w`. Both must be normalized (absolute, no `.`,
+/// `..`, empty components or trailing `/`), as every lexical and canonical form here is; on
+/// such paths this byte comparison is exactly `Path::starts_with`, without walking components.
+fn strip_root<'p>(path: &'p Path, root: &Path) -> Option<&'p [u8]> {
+    let (p, r) = (
+        path.as_os_str().as_encoded_bytes(),
+        root.as_os_str().as_encoded_bytes(),
+    );
+    let rest = p.strip_prefix(r)?;
+    if r == b"/" {
+        return Some(rest);
+    }
+    match rest {
+        [] => Some(rest),
+        [b'/', tail @ ..] => Some(tail),
+        _ => None,
+    }
+}
 impl<'a> FilePolicyChecker<'a> {
     /// A checker for `sandbox` under `policy` (canonicalizes the roots now).
     pub fn new(sandbox: &'a TurnSandboxSnapshot, policy: &'a CompiledPolicy) -> Self {
@@ -247,12 +270,29 @@ impl<'a> FilePolicyChecker<'a> {
         let (Some(lexical_form), Some(resolved_form)) = (lexical_form, resolved_form) else {
             return self.deny(Reason::InvalidTarget, Some(lexical), Some(resolved));
         };
-        // Without a symlink both spellings are equal; evaluate it once.
-        let policy = if lexical_form == resolved_form {
-            self.policy.explain_forms(kind, &[&lexical_form], tool)
+        // Each form is judged in both spellings (workspace-relative and absolute), so a rule
+        // written either way applies; without a symlink both forms are equal: evaluate once.
+        let (Some(lexical_abs), Some(resolved_abs)) = (lexical.to_str(), resolved.to_str()) else {
+            return self.deny(Reason::InvalidTarget, Some(lexical), Some(resolved));
+        };
+        let lex_pair = [lexical_form.as_str(), lexical_abs];
+        let res_pair = [resolved_form.as_str(), resolved_abs];
+        let lex = if lexical_abs == lexical_form {
+            &lex_pair[1..]
+        } else {
+            &lex_pair[..]
+        };
+        let res = if resolved_abs == resolved_form {
+            &res_pair[1..]
+        } else {
+            &res_pair[..]
+        };
+        let policy = if lex == res {
+            self.policy.explain_path(kind, lex, tool)
         } else {
             self.policy
-                .explain_forms(kind, &[&lexical_form, &resolved_form], tool)
+                .explain_path(kind, lex, tool)
+                .stricter(self.policy.explain_path(kind, res, tool))
         };
         let verdict = match floor {
             Some(floor) => floor.stricter(policy),
@@ -315,14 +355,13 @@ impl<'a> FilePolicyChecker<'a> {
 fn too_long(path: &Path) -> bool {
     const PATH_MAX: usize = 4096;
     const NAME_MAX: usize = 255;
-    path.as_os_str().len() >= PATH_MAX || path.iter().any(|c| c.len() > NAME_MAX)
+    let bytes = path.as_os_str().as_encoded_bytes();
+    bytes.len() >= PATH_MAX || bytes.split(|b| *b == b'/').any(|c| c.len() > NAME_MAX)
 }
 
 fn relative_form(path: &Path, workspace: Option<&Path>) -> Option<String> {
-    if let Some(ws) = workspace
-        && let Ok(rel) = path.strip_prefix(ws)
-    {
-        let rel = rel.to_str()?;
+    if let Some(rel) = workspace.and_then(|ws| strip_root(path, ws)) {
+        let rel = std::str::from_utf8(rel).ok()?;
         return Some(if rel.is_empty() {
             ".".to_owned()
         } else {

@@ -2,6 +2,7 @@
 //! multi-pattern regex sets, evaluated by the one function [`CompiledPolicy::explain`].
 //! `check` is `explain(..).effect`. Nothing here is recompiled per call.
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::sync::Arc;
 
@@ -238,17 +239,22 @@ impl CompiledPolicy {
 
     /// [`explain`](Self::explain) without building an [`Action`] (the FFI hot path).
     pub fn explain_parts(&self, kind: ActionKind, target: &str, tool: Option<&str>) -> Verdict {
-        if target.contains('\0') {
-            return self.invalid_target();
-        }
         match kind {
             ActionKind::FileRead | ActionKind::FileWrite => {
+                // The normalizer rejects NUL bytes in the same pass that checks the path.
                 let Ok(path) = normalize_path_lexically(target) else {
                     return self.invalid_target();
                 };
                 let folded = fold_case(&path);
-                let (base, folded_base) = (basename(&path), basename(&folded));
+                let base = basename(&path);
                 let n = if base.len() == path.len() { 1 } else { 2 };
+                // ASCII case folding keeps byte offsets, so the folded basename is the same
+                // tail; otherwise find it again.
+                let folded_base = if folded.len() == path.len() {
+                    folded.get(path.len() - base.len()..).unwrap_or(&folded)
+                } else {
+                    basename(&folded)
+                };
                 self.evaluate(
                     kind,
                     &[&path, base][..n],
@@ -256,6 +262,7 @@ impl CompiledPolicy {
                     tool,
                 )
             }
+            _ if target.contains('\0') => self.invalid_target(),
             ActionKind::Network => {
                 let Ok(t) = normalize_network_target(target) else {
                     return self.invalid_target();
@@ -290,6 +297,44 @@ impl CompiledPolicy {
             });
         }
         verdict.unwrap_or_else(|| self.invalid_target())
+    }
+
+    /// Evaluate one file target given in several spellings of the same path (the
+    /// workspace-relative and the absolute one): every spelling and its basename are
+    /// candidates of one evaluation, so a deny or ask rule written in either spelling applies.
+    pub fn explain_path(
+        &self,
+        kind: ActionKind,
+        spellings: &[&str],
+        tool: Option<&str>,
+    ) -> Verdict {
+        if !kind.is_file() || spellings.is_empty() {
+            return self.invalid_target();
+        }
+        let mut normalized = Vec::with_capacity(spellings.len());
+        for spelling in spellings {
+            match normalize_path_lexically(spelling) {
+                Ok(p) => normalized.push(p),
+                Err(_) => return self.invalid_target(),
+            }
+        }
+        let folded: Vec<Cow<'_, str>> = normalized.iter().map(|p| fold_case(p)).collect();
+        let mut exact: Vec<&str> = Vec::with_capacity(normalized.len() * 2);
+        let mut fold: Vec<&str> = Vec::with_capacity(normalized.len() * 2);
+        for (p, f) in normalized.iter().zip(&folded) {
+            exact.push(p);
+            fold.push(f);
+        }
+        for (p, f) in normalized.iter().zip(&folded) {
+            let (base, folded_base) = (basename(p), basename(f));
+            if !exact.contains(&base) {
+                exact.push(base);
+            }
+            if !fold.contains(&folded_base) {
+                fold.push(folded_base);
+            }
+        }
+        self.evaluate(kind, &exact, &fold, tool)
     }
 
     /// Evaluate one already-resolved program name (a `shell_command` simple command): rules
