@@ -50,6 +50,7 @@ async function main() {
   const baseline = perCallNs(() => noop('file_write', 'src/mod7/lib.rs'))
   const rows = [
     ['js no-op function call (baseline)', baseline],
+    ['native no-op call: turngate.version() (the crossing)', perCallNs(() => turngate.version())],
     ['check file_write src/mod7/lib.rs (allow rule)', perCallNs(() => p.check('file_write', 'src/mod7/lib.rs'))],
     ['check file_read config/.env (deny rule)', perCallNs(() => p.check('file_read', 'config/.env'))],
     ['check network api.example.com:443 (default)', perCallNs(() => p.check('network', 'api.example.com:443'))],
@@ -59,7 +60,14 @@ async function main() {
   ]
   const batch = Array.from({ length: 1000 }, (_, i) => ({ kind: 'file_write', target: `src/mod${i % 50}/lib.rs` }))
   const perBatch = perCallNs(() => p.checkBatch(batch), 200)
-  rows.push(['checkBatch, per action (1,000 actions)', perBatch / batch.length])
+  rows.push(['check, one call per action (the same 1,000 actions)', perCallNs(() => {
+    let last = ''
+    for (const a of batch) last = p.check(a.kind, a.target)
+    return last
+  }, 200) / batch.length])
+  rows.push(['checkBatch, per action (1,000 {kind, target} objects)', perBatch / batch.length])
+  const tuples = batch.map((a) => [a.kind, a.target])
+  rows.push(['checkBatch, per action (1,000 [kind, target] tuples)', perCallNs(() => p.checkBatch(tuples), 200) / tuples.length])
 
   console.log(`turngate ${turngate.version()} on Node ${process.version}: 100-rule policy, median of ${REPEAT} runs`)
   console.log(`${'case'.padEnd(50)} ${'ns/call'.padStart(9)} ${'x no-op'.padStart(8)}`)

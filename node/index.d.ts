@@ -282,7 +282,7 @@ export declare class Policy {
    * The effects of many actions, in order. An unknown kind fails the whole batch, naming the
    * action's index.
    */
-  checkBatch(actions: Array<Action>): Effect[]
+  checkBatch(actions: Array<[ActionKind, string] | [ActionKind, string, string | null] | Action>): Effect[]
   /** The policy as an object in the policy-file format. */
   toObject(): PolicyFile
   /** The policy as policy-file JSON text. */

@@ -97,6 +97,22 @@ pub struct RuleOptions {
     pub layer: Option<String>,
 }
 
+/// The field separator of `explain_flat` (ASCII unit separator).
+const SEP: char = '\u{1f}';
+
+/// The action separator of `check_batch_flat` (ASCII record separator).
+const RS: char = '\u{1e}';
+
+fn bad_action(env: &Env, i: usize) -> napi::Error {
+    crate::error::js_error(
+        env,
+        turngate_ffi::TurnGateError::invalid(
+            &format!("actions[{i}]"),
+            "expected [kind, target], [kind, target, tool] or {kind, target, tool?}",
+        ),
+    )
+}
+
 fn effect_str(effect: Effect) -> &'static str {
     effect.as_str()
 }
@@ -266,13 +282,122 @@ impl Policy {
             .or_throw(&env)
     }
 
+    /// `explain` as one string of `\u{1f}`-separated fields `effect, layer, reason[, ruleKind,
+    /// ruleEffect, rulePattern[, ruleTool]]`: `index.js` builds the `Verdict` object from it in
+    /// JavaScript. One string crosses instead of an object built property by property through
+    /// N-API, which is what keeps `explain` within the per-call budget (docs/bindings-node.md).
+    /// A field that contains the separator itself gets the `Verdict` object instead.
+    #[napi(skip_typescript)]
+    pub fn explain_flat(
+        &self,
+        env: Env,
+        kind: String,
+        target: String,
+        tool: Option<String>,
+    ) -> napi::Result<Either<String, Verdict>> {
+        let v = self
+            .handle
+            .explain(&kind, &target, tool.as_deref())
+            .or_throw(&env)?;
+        let rule_fields = v
+            .rule
+            .iter()
+            .flat_map(|r| [Some(r.kind.as_str()), Some(&*r.pattern), r.tool.as_deref()]);
+        if [Some(&*v.layer), Some(&*v.reason)]
+            .into_iter()
+            .chain(rule_fields)
+            .flatten()
+            .any(|f| f.contains(SEP))
+        {
+            return Ok(Either::B(v.into()));
+        }
+        let mut out = String::with_capacity(64);
+        for part in [v.effect.as_str(), &v.layer, &v.reason] {
+            out.push_str(part);
+            out.push(SEP);
+        }
+        if let Some(r) = v.rule {
+            for part in [r.kind.as_str(), r.effect.as_str(), &r.pattern] {
+                out.push_str(part);
+                out.push(SEP);
+            }
+            if let Some(t) = r.tool {
+                out.push_str(&t);
+                out.push(SEP);
+            }
+        }
+        out.pop();
+        Ok(Either::A(out))
+    }
+
     /// The effects of many actions, in order. An unknown kind fails the whole batch, naming the
     /// action's index.
-    #[napi(ts_return_type = "Effect[]")]
-    pub fn check_batch(&self, env: Env, actions: Vec<Action>) -> napi::Result<Vec<&'static str>> {
-        let records: Vec<ActionRecord> = actions.into_iter().map(ActionRecord::from).collect();
+    #[napi(
+        ts_args_type = "actions: Array<[ActionKind, string] | [ActionKind, string, string | null] | Action>",
+        ts_return_type = "Effect[]"
+    )]
+    pub fn check_batch(
+        &self,
+        env: Env,
+        actions: Vec<Either<Vec<Option<String>>, Action>>,
+    ) -> napi::Result<Vec<&'static str>> {
+        let mut records = Vec::with_capacity(actions.len());
+        for (i, a) in actions.into_iter().enumerate() {
+            records.push(match a {
+                Either::A(mut t) if (2..=3).contains(&t.len()) => {
+                    let tool = if t.len() == 3 {
+                        t.pop().flatten()
+                    } else {
+                        None
+                    };
+                    let target = t.pop().flatten();
+                    let kind = t.pop().flatten();
+                    match (kind, target) {
+                        (Some(kind), Some(target)) => ActionRecord { kind, target, tool },
+                        _ => return Err(bad_action(&env, i)),
+                    }
+                }
+                Either::A(_) => return Err(bad_action(&env, i)),
+                Either::B(a) => ActionRecord::from(a),
+            });
+        }
         let effects = self.handle.check_batch(&records).or_throw(&env)?;
         Ok(effects.into_iter().map(effect_str).collect())
+    }
+
+    /// `checkBatch` over one string: actions separated by `\u{1e}`, each `kind\u{1f}target`
+    /// or `kind\u{1f}target\u{1f}tool`; answers one letter per action (`a` allow, `k` ask,
+    /// `d` deny). `index.js` encodes and decodes it: one string crosses instead of an array of
+    /// objects read element by element through N-API.
+    #[napi(skip_typescript)]
+    pub fn check_batch_flat(&self, env: Env, text: String) -> napi::Result<String> {
+        let mut records = Vec::new();
+        if !text.is_empty() {
+            for (i, action) in text.split(RS).enumerate() {
+                let mut fields = action.split(SEP);
+                let (Some(kind), Some(target)) = (fields.next(), fields.next()) else {
+                    return Err(bad_action(&env, i));
+                };
+                let tool = fields.next().map(str::to_owned);
+                if fields.next().is_some() {
+                    return Err(bad_action(&env, i));
+                }
+                records.push(ActionRecord {
+                    kind: kind.to_owned(),
+                    target: target.to_owned(),
+                    tool,
+                });
+            }
+        }
+        let effects = self.handle.check_batch(&records).or_throw(&env)?;
+        Ok(effects
+            .into_iter()
+            .map(|e| match e {
+                Effect::Allow => 'a',
+                Effect::Ask => 'k',
+                Effect::Deny => 'd',
+            })
+            .collect())
     }
 
     /// The policy as an object in the policy-file format.

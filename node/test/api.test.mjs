@@ -1,0 +1,72 @@
+// The Policy surface beyond the conformance vectors: builders, batch forms, the JavaScript-built
+// explain against the addon's own object conversion, serialization round trips, checkers.
+
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+
+import * as turngate from '../index.mjs'
+import cjs from '../index.js'
+
+test('explain (built in JavaScript) equals the addon object conversion on every policy vector', () => {
+  const doc = JSON.parse(readFileSync(new URL('../../tests/conformance/policy.json', import.meta.url), 'utf8'))
+  const p = turngate.Policy.default().rule('file_write', 'deny', 'x/**', { tool: 'ed*', layer: 'extra' })
+  const cases = doc.vectors.map((v) => v.action).concat([{ kind: 'file_write', target: 'x/y', tool: 'edit' }])
+  for (const a of cases) assert.deepEqual(p.explain(a.kind, a.target, a.tool), p.explainNative(a.kind, a.target, a.tool))
+  // A field containing the flat form's separator falls back to the object conversion.
+  const odd = turngate.Policy.default().rule('file_write', 'deny', 'odd\u001f/**', { layer: 'l\u001f' })
+  const v = odd.explain('file_write', 'odd\u001f/a')
+  assert.deepEqual(v, { effect: 'deny', rule: { kind: 'file_write', effect: 'deny', pattern: 'odd\u001f/**' }, layer: 'l\u001f', reason: 'deny_rule' })
+})
+
+test('checkBatch takes tuples and objects, and names a malformed action', () => {
+  const p = turngate.Policy.default()
+  assert.deepEqual(p.checkBatch([['file_read', 'config/.env'], ['file_read', 'src/a.rs', null], { kind: 'network', target: 'x:1' }]), ['deny', 'allow', 'deny'])
+  assert.throws(() => p.checkBatch([['file_read']]), (e) => e instanceof turngate.InvalidInputError && /actions\[0\]/.test(e.message))
+  assert.deepEqual(p.checkBatch([]), [])
+  // The flat encoding and the addon's array conversion agree, separators in fields included.
+  const odd = [['file_read', 'a\u001fb'], ['file_write', 'src/x.rs', 'ed\u001eit']]
+  const plain = [['file_read', 'config/.env'], { kind: 'shell_command', target: 'rm -rf /', tool: 'bash' }, ['network', 'example.com:443']]
+  for (const batch of [odd, plain, [...plain, ...odd]]) assert.deepEqual(p.checkBatch(batch), p.checkBatchNative(batch))
+  assert.throws(() => p.checkBatch([['nope', 'x']]), (e) => e instanceof turngate.InvalidInputError && /actions\[0\]\.kind/.test(e.message))
+})
+
+test('builders return new policies; serialization round-trips', () => {
+  const base = new turngate.Policy()
+  const p = base.layer('team').rule('network', 'allow', 'api.example.com:443').withDefault('file_write', 'deny').named('team-policy')
+  assert.equal(base.check('network', 'api.example.com:443'), 'deny', 'the original is unchanged')
+  assert.equal(p.check('network', 'api.example.com:443'), 'allow')
+  assert.equal(p.explain('network', 'api.example.com:443').layer, 'team')
+  assert.deepEqual(turngate.Policy.fromToml(p.toToml()).toObject(), p.toObject())
+  assert.deepEqual(turngate.Policy.fromJson(p.toJson()).toObject(), p.toObject())
+  assert.match(String(p), /^Policy\.fromJson\(/)
+  const capped = turngate.Policy.permissive().contain(turngate.Policy.mode('supervised').named('cap'))
+  assert.equal(capped.check('file_write', '/etc/passwd'), capped.explain('file_write', '/etc/passwd').effect)
+})
+
+test('a policy file parse error names the field, line and column', () => {
+  assert.throws(
+    () => turngate.Policy.fromToml('[[layers]]\nname = 3\n', 'team.toml'),
+    (e) => e instanceof turngate.PolicyError && e.code === 'Policy' && e.line === 2 && typeof e.path === 'string' && /team\.toml/.test(e.message),
+  )
+})
+
+test('checkers: network, shell parse, env filter over bytes', () => {
+  const policy = turngate.Policy.mode('auto_accept_edits')
+  const net = { mode: 'enabled', allowed_domains: [], denied_domains: [], allow_localhost: false, allow_unix_sockets: false, allowed_tcp_ports: [] }
+  const r = turngate.checkNetwork(net, policy, 'http://127.0.0.1:8080/')
+  assert.equal(r.verdict.effect, 'deny')
+  assert.equal(r.verdict.reason, 'localhost_blocked')
+  assert.deepEqual(turngate.parseCommandLine('sudo rm -rf / && echo $(id)').unresolved.length > 0, true)
+  const env = turngate.filterEnv([{ name: 'LD_PRELOAD', value: '/tmp/x.so' }, { name: Buffer.from('HOME'), value: Buffer.from('/root') }], 'filtered', '/w')
+  const kept = env.vars.map((v) => v.name.toString())
+  assert.ok(kept.includes('HOME') && !kept.includes('LD_PRELOAD'), kept.join(','))
+  assert.equal(env.dropped[0].name, 'LD_PRELOAD')
+})
+
+test('the CommonJS and ESM entry points are the same module', () => {
+  assert.equal(cjs.Policy, turngate.Policy)
+  assert.equal(cjs.TurnGateError, turngate.TurnGateError)
+  assert.equal(turngate.version(), cjs.version())
+  assert.deepEqual([...turngate.ACTION_KINDS].sort(), [...new Set(turngate.ACTION_KINDS)].sort())
+})
