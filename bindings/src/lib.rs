@@ -1,10 +1,16 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+pub mod c_api;
 mod error;
 pub mod policy;
 pub mod reduce;
 pub mod snapshot;
+#[cfg(feature = "uniffi")]
+pub mod uniffi_api;
+
+#[cfg(feature = "uniffi")]
+uniffi::setup_scaffolding!("turngate");
 
 pub use error::TurnGateError;
 pub use policy::{ActionRecord, PolicyHandle, RuleRecord, VerdictRecord, parse_effect, parse_kind};
