@@ -3,6 +3,10 @@
 //! code); it never collapses failures into one generic error.
 
 use turngate::PolicyError;
+use turngate::approval::{ApprovalError, BrokerError};
+use turngate::audit::AuditError;
+use turngate::gate::GateError;
+use turngate::sandbox::RunError;
 use turngate::snapshot::SnapshotError;
 
 /// Every failure a binding can see. Each variant names what was wrong in `message`.
@@ -42,6 +46,20 @@ pub enum TurnGateError {
         /// The full message, with the degradation reasons.
         message: String,
     },
+    /// An approval operation was refused: an unknown or duplicate request id, a resolution the
+    /// request does not offer, a closed broker, a deferral with nowhere to persist it.
+    #[error("{message}")]
+    Approval {
+        /// The full message, naming the request.
+        message: String,
+    },
+    /// A command could not be run (spawn failed, I/O failed, the sandbox could not be applied
+    /// in the child). Nothing ran unconfined.
+    #[error("{message}")]
+    Run {
+        /// The full message, naming the program.
+        message: String,
+    },
     /// An argument was malformed: JSON that is not the expected protocol object, an unknown
     /// name. The message names the argument.
     #[error("{message}")]
@@ -66,6 +84,8 @@ impl TurnGateError {
             | TurnGateError::Snapshot { message, .. }
             | TurnGateError::Store { message }
             | TurnGateError::SandboxUnavailable { message }
+            | TurnGateError::Approval { message }
+            | TurnGateError::Run { message }
             | TurnGateError::Invalid { message } => message,
         }
     }
@@ -124,6 +144,66 @@ impl From<SnapshotError> for TurnGateError {
         TurnGateError::Snapshot {
             code: code.to_owned(),
             message,
+        }
+    }
+}
+
+impl From<AuditError> for TurnGateError {
+    fn from(e: AuditError) -> Self {
+        match e {
+            AuditError::UnknownRequest(_) | AuditError::DuplicateRequest(_) => {
+                TurnGateError::Approval {
+                    message: e.to_string(),
+                }
+            }
+            _ => TurnGateError::Store {
+                message: e.to_string(),
+            },
+        }
+    }
+}
+
+impl From<BrokerError> for TurnGateError {
+    fn from(e: BrokerError) -> Self {
+        TurnGateError::Approval {
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<ApprovalError> for TurnGateError {
+    fn from(e: ApprovalError) -> Self {
+        match e {
+            ApprovalError::Audit(a) => a.into(),
+            other => TurnGateError::Approval {
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+impl From<RunError> for TurnGateError {
+    fn from(e: RunError) -> Self {
+        let message = e.to_string();
+        match e {
+            RunError::Sandbox(_) => TurnGateError::SandboxUnavailable { message },
+            _ => TurnGateError::Run { message },
+        }
+    }
+}
+
+impl From<GateError> for TurnGateError {
+    fn from(e: GateError) -> Self {
+        match e {
+            GateError::Policy(p) => p.into(),
+            GateError::Snapshot(s) => s.into(),
+            GateError::Audit(a) => a.into(),
+            GateError::Approval(a) => a.into(),
+            GateError::Run(r) => r.into(),
+            GateError::Scope(s) => TurnGateError::invalid("target", s),
+            other => TurnGateError::Approval {
+                message: other.to_string(),
+            },
         }
     }
 }

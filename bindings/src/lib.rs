@@ -1,19 +1,30 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+pub mod approver;
+pub mod broker;
 pub mod c_api;
+pub mod check;
+mod convert;
 mod error;
+pub mod gate;
 pub mod policy;
 pub mod reduce;
 pub mod snapshot;
+pub mod store;
 #[cfg(feature = "uniffi")]
 pub mod uniffi_api;
 
 #[cfg(feature = "uniffi")]
 uniffi::setup_scaffolding!("turngate");
 
+pub use approver::{ApproverHandle, DecisionRecord, ForeignApprover, ForeignDecisionFuture};
+pub use broker::{BrokerHandle, PendingHandle, SubscriptionHandle};
+pub use check::InvocationRecord;
 pub use error::TurnGateError;
+pub use gate::{AuthorizationRecord, DenialRecord, GateHandle, OpenRecord, SpawnRecord};
 pub use policy::{ActionRecord, PolicyHandle, RuleRecord, VerdictRecord, parse_effect, parse_kind};
+pub use store::StoreHandle;
 pub use turngate::{ActionKind, Effect};
 
 /// The version of the turngate core this facade wraps.

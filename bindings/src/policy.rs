@@ -80,14 +80,14 @@ pub fn parse_effect(effect: &str) -> Result<Effect, TurnGateError> {
 /// A compiled policy: immutable, shareable across threads, compiled exactly once.
 #[derive(Debug)]
 pub struct PolicyHandle {
-    compiled: CompiledPolicy,
+    compiled: Arc<CompiledPolicy>,
 }
 
 impl PolicyHandle {
     /// Compile `policy` into a handle.
     pub fn new(policy: Policy) -> Result<Arc<Self>, TurnGateError> {
         Ok(Arc::new(PolicyHandle {
-            compiled: CompiledPolicy::new(policy)?,
+            compiled: Arc::new(CompiledPolicy::new(policy)?),
         }))
     }
 
@@ -148,6 +148,11 @@ impl PolicyHandle {
     /// The compiled policy (for bindings that hand it to other core functions).
     pub fn compiled(&self) -> &CompiledPolicy {
         &self.compiled
+    }
+
+    /// The shared compiled policy (the broker holds one).
+    pub fn compiled_arc(&self) -> Arc<CompiledPolicy> {
+        Arc::clone(&self.compiled)
     }
 
     /// `merge`: `other` composed as a peer over this policy (a new handle).

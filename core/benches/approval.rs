@@ -57,6 +57,39 @@ fn round_trip(c: &mut Criterion) {
         })
     });
 
+    // The same round trip while 1,000 other requests of the turn stay pending.
+    let b = broker();
+    let mut parked = Vec::new();
+    for i in 0..1000 {
+        let other = Action::new(ActionKind::FileWrite, format!("src/pending_{i}.rs"));
+        parked.push(
+            b.open(request(&other), other, None)
+                .unwrap_or_else(|e| panic!("{e}")),
+        );
+    }
+    group.bench_function("same_task_1000_pending", |bench| {
+        bench.iter_custom(|iters| {
+            rt.block_on(async {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let req = request(&action);
+                    let start = Instant::now();
+                    let pending = b
+                        .open(req, action.clone(), None)
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    let id = pending.request().id.clone();
+                    b.respond(&id, ApprovalResolution::AllowOnce)
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    let outcome = pending.wait().await;
+                    total += start.elapsed();
+                    assert!(outcome.resolution.is_allow());
+                }
+                total
+            })
+        })
+    });
+    drop(parked);
+
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()

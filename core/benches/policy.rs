@@ -32,8 +32,13 @@ fn bench_check(c: &mut Criterion) {
     let mut group = c.benchmark_group("check");
     // A typical path that matches no bench rule: the full miss path, then the default.
     let miss = Action::new(ActionKind::FileWrite, "src/module/handler.rs");
+    // The floor: normalization and the default, with no rule to match.
+    let empty = Policy::new().compile().expect("compile");
+    group.bench_function(BenchmarkId::new("no_rules", 0), |b| {
+        b.iter(|| empty.check(black_box(&miss)))
+    });
     for (name, shape) in SHAPES {
-        for n in [10usize, 100, 1000] {
+        for n in [10usize, 100, 1000, 10_000] {
             let compiled = policy(shape, n).compile().expect("compile");
             group.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
                 b.iter(|| compiled.check(black_box(&miss)))

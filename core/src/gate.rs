@@ -19,7 +19,7 @@ use crate::approval::{
 use crate::audit::{
     AuditDecision, AuditError, AuditEventKind, AuditStore, StoredApproval, TurnPermissionAuditEvent,
 };
-use crate::check::file::{FileCheck, FilePolicyChecker, OpenError};
+use crate::check::file::{FileCheck, FilePolicyChecker, FileRoots, OpenError};
 use crate::check::net::{NetworkPolicyChecker, NetworkResolution};
 use crate::check::process::{ProcessSpawnPlan, SpawnRequest};
 use crate::error::PolicyError;
@@ -174,6 +174,16 @@ pub fn evaluate(
     policy: &CompiledPolicy,
     inv: &ToolInvocation,
 ) -> Evaluation {
+    evaluate_with_roots(snapshot, policy, &FileRoots::new(&snapshot.sandbox), inv)
+}
+
+/// [`evaluate`] over filesystem roots canonicalized once per turn.
+fn evaluate_with_roots(
+    snapshot: &TurnExecutionSecuritySnapshot,
+    policy: &CompiledPolicy,
+    roots: &FileRoots,
+    inv: &ToolInvocation,
+) -> Evaluation {
     let tool = inv.tool_name.as_deref();
     match inv.kind {
         ActionKind::FileRead | ActionKind::FileWrite => {
@@ -182,7 +192,7 @@ pub fn evaluate(
                 lexical,
                 resolved,
                 ..
-            } = FilePolicyChecker::new(&snapshot.sandbox, policy).check(
+            } = FilePolicyChecker::with_roots(&snapshot.sandbox, policy, roots).check(
                 inv.kind,
                 &inv.target,
                 tool,
@@ -211,6 +221,7 @@ pub fn evaluate(
             verdict: plan(
                 snapshot,
                 policy,
+                roots,
                 &inv.target,
                 inv.cwd.as_deref(),
                 tool,
@@ -229,15 +240,17 @@ pub fn evaluate(
 fn plan(
     snapshot: &TurnExecutionSecuritySnapshot,
     policy: &CompiledPolicy,
+    roots: &FileRoots,
     command_line: &str,
     cwd: Option<&Path>,
     tool: Option<&str>,
     env: Vec<(OsString, OsString)>,
 ) -> ProcessSpawnPlan {
-    ProcessSpawnPlan::build(
+    ProcessSpawnPlan::build_with_roots(
         &snapshot.sandbox,
         &snapshot.process,
         policy,
+        roots,
         SpawnRequest {
             command_line,
             cwd,
@@ -253,6 +266,8 @@ pub struct Gate {
     turn_id: String,
     snapshot: TurnExecutionSecuritySnapshot,
     policy: Arc<CompiledPolicy>,
+    /// The snapshot's roots, canonicalized once for the turn.
+    roots: FileRoots,
     store: Arc<dyn AuditStore>,
     approver: Arc<dyn Approver>,
     broker: Option<ApprovalBroker>,
@@ -280,6 +295,7 @@ impl Gate {
         let policy = Arc::new(snapshot.permission_profile.effective_policy.compile()?);
         let gate = Gate {
             turn_id: turn_id.into(),
+            roots: FileRoots::new(&snapshot.sandbox),
             snapshot,
             policy,
             store,
@@ -374,7 +390,7 @@ impl Gate {
     }
 
     fn file_checker(&self) -> FilePolicyChecker<'_> {
-        FilePolicyChecker::new(&self.snapshot.sandbox, &self.policy)
+        FilePolicyChecker::with_roots(&self.snapshot.sandbox, &self.policy, &self.roots)
     }
 
     fn net_checker(&self) -> NetworkPolicyChecker<'_> {
@@ -383,7 +399,7 @@ impl Gate {
 
     /// Evaluate one call with the checker of its kind, without recording or asking.
     pub fn evaluate(&self, inv: &ToolInvocation) -> Evaluation {
-        evaluate(&self.snapshot, &self.policy, inv)
+        evaluate_with_roots(&self.snapshot, &self.policy, &self.roots, inv)
     }
 
     fn deny(
@@ -668,6 +684,7 @@ impl Gate {
         let plan = plan(
             &self.snapshot,
             &self.policy,
+            &self.roots,
             command_line,
             cwd,
             tool,

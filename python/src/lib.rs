@@ -3,6 +3,10 @@
 //! [`TurnGateError`] to native exception classes, and releases the GIL around Rust work that can
 //! take a while. It never decides anything itself.
 
+mod aio;
+mod approver;
+mod gate;
+
 use std::sync::Arc;
 
 use pyo3::exceptions::PyException;
@@ -47,6 +51,24 @@ create_exception!(
 );
 create_exception!(
     turngate,
+    ApprovalError,
+    TurnGateErrorPy,
+    "An approval operation was refused: unknown or duplicate request, a resolution the request does not offer, a closed broker."
+);
+create_exception!(
+    turngate,
+    RunError,
+    TurnGateErrorPy,
+    "A command could not be run (spawn or I/O failed, the sandbox could not be applied); nothing ran unconfined."
+);
+create_exception!(
+    turngate,
+    PermissionDenied,
+    TurnGateErrorPy,
+    "The gate refused an action; `reason` says why and `tool_result` is the text to hand the model."
+);
+create_exception!(
+    turngate,
     InvalidInput,
     TurnGateErrorPy,
     "An argument was malformed (not the expected protocol object, an unknown name)."
@@ -54,13 +76,15 @@ create_exception!(
 
 /// The native exception for a facade error, keeping its message and actionable fields as
 /// attributes (`path`, `line`, `column` on a `PolicyError`; `code` on a `SnapshotError`).
-fn to_py_err(py: Python<'_>, e: TurnGateError) -> PyErr {
+pub(crate) fn to_py_err(py: Python<'_>, e: TurnGateError) -> PyErr {
     let message = e.message().to_owned();
     let err = match &e {
         TurnGateError::Policy { .. } => PolicyError::new_err(message),
         TurnGateError::Snapshot { .. } => SnapshotError::new_err(message),
         TurnGateError::Store { .. } => StoreError::new_err(message),
         TurnGateError::SandboxUnavailable { .. } => SandboxUnavailable::new_err(message),
+        TurnGateError::Approval { .. } => ApprovalError::new_err(message),
+        TurnGateError::Run { .. } => RunError::new_err(message),
         _ => InvalidInput::new_err(message),
     };
     let value = err.value(py);
@@ -82,7 +106,7 @@ fn to_py_err(py: Python<'_>, e: TurnGateError) -> PyErr {
     err
 }
 
-trait IntoPy<T> {
+pub(crate) trait IntoPy<T> {
     fn py_err(self, py: Python<'_>) -> PyResult<T>;
 }
 
@@ -95,7 +119,7 @@ impl<T> IntoPy<T> for Result<T, TurnGateError> {
 // ---- JSON <-> Python ------------------------------------------------------------------------
 
 /// A JSON value as plain Python objects (dict, list, str, int, float, bool, None).
-fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match value {
         Value::Null => py.None().into_bound(py),
         Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
@@ -127,7 +151,7 @@ fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
 }
 
 /// Plain Python objects as a JSON value; `what` names the argument in errors.
-fn from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
+pub(crate) fn from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
     if obj.is_none() {
         return Ok(Value::Null);
     }
@@ -203,15 +227,15 @@ fn effect_str(py: Python<'_>, effect: Effect) -> &Bound<'_, PyString> {
 /// A rule of a policy: a kind, an effect, a glob on the target, an optional glob on the tool.
 #[pyclass(frozen, module = "turngate", name = "Rule", eq)]
 #[derive(Clone, PartialEq)]
-struct PyRule {
+pub(crate) struct PyRule {
     #[pyo3(get)]
-    kind: String,
+    pub(crate) kind: String,
     #[pyo3(get)]
-    effect: &'static str,
+    pub(crate) effect: &'static str,
     #[pyo3(get)]
-    pattern: String,
+    pub(crate) pattern: String,
     #[pyo3(get)]
-    tool: Option<String>,
+    pub(crate) tool: Option<String>,
 }
 
 impl From<RuleRecord> for PyRule {
@@ -257,7 +281,7 @@ impl PyRule {
 /// decided), the deciding layer, and a machine-readable reason.
 #[pyclass(frozen, module = "turngate", name = "Verdict", eq)]
 #[derive(Clone, PartialEq)]
-struct PyVerdict {
+pub(crate) struct PyVerdict {
     #[pyo3(get)]
     effect: &'static str,
     #[pyo3(get)]
@@ -307,8 +331,8 @@ impl PyVerdict {
 /// A compiled policy. Immutable: `merge`, `contain` and the builders return new policies.
 /// Evaluate with `check` (the effect) or `explain` (the full verdict).
 #[pyclass(frozen, module = "turngate", name = "Policy")]
-struct PyPolicy {
-    handle: Arc<PolicyHandle>,
+pub(crate) struct PyPolicy {
+    pub(crate) handle: Arc<PolicyHandle>,
 }
 
 fn wrap(handle: Arc<PolicyHandle>) -> PyPolicy {
@@ -670,6 +694,23 @@ fn _turngate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("StoreError", py.get_type::<StoreError>())?;
     m.add("SandboxUnavailable", py.get_type::<SandboxUnavailable>())?;
     m.add("InvalidInput", py.get_type::<InvalidInput>())?;
+    m.add("ApprovalError", py.get_type::<ApprovalError>())?;
+    m.add("RunError", py.get_type::<RunError>())?;
+    m.add("PermissionDenied", py.get_type::<PermissionDenied>())?;
+    m.add_class::<approver::PyDecision>()?;
+    m.add_class::<gate::PyAuthorization>()?;
+    m.add_class::<gate::PySpawnResult>()?;
+    m.add_class::<gate::PyStore>()?;
+    m.add_class::<gate::PyBroker>()?;
+    m.add_class::<gate::PySubscription>()?;
+    m.add_class::<gate::PyPending>()?;
+    m.add_class::<gate::PyGate>()?;
+    m.add_function(wrap_pyfunction!(gate::check_file, m)?)?;
+    m.add_function(wrap_pyfunction!(gate::check_network, m)?)?;
+    m.add_function(wrap_pyfunction!(gate::plan_spawn, m)?)?;
+    m.add_function(wrap_pyfunction!(gate::filter_env, m)?)?;
+    m.add_function(wrap_pyfunction!(gate::parse_command_line, m)?)?;
+    m.add_function(wrap_pyfunction!(gate::evaluate, m)?)?;
     m.add_class::<PyPolicy>()?;
     m.add_class::<PyVerdict>()?;
     m.add_class::<PyRule>()?;

@@ -1,5 +1,6 @@
 """Runs every ``tests/conformance/*.json`` vector file, exactly as the Rust runners
-(``core/tests/conformance_policy.rs``, ``core/tests/snapshot_conformance.rs``) do.
+(``core/tests/conformance_policy.rs``, ``core/tests/snapshot_conformance.rs``,
+``core/tests/conformance_checkers.rs``) do.
 
 Each vector is one pytest case. A vector file whose suite this runner does not
 know fails the run unless it is listed in ``NOT_RUN_HERE`` with a reason.
@@ -18,12 +19,7 @@ from conftest import CONFORMANCE
 
 # Suites this runner knows nothing about yet, each with the reason. Any other unknown suite
 # found on disk is a failure (see test_every_suite_on_disk_is_run).
-NOT_RUN_HERE: dict[str, str] = {
-    "checkers_env": "the checkers (core/src/check) landed on main after this runner; the facade "
-    "and the Python package do not wrap them yet (issue 9 follow-up)",
-    "checkers_network": "the checkers are not wrapped by the facade yet (issue 9 follow-up)",
-    "checkers_shell": "the checkers are not wrapped by the facade yet (issue 9 follow-up)",
-}
+NOT_RUN_HERE: dict[str, str] = {}
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -222,6 +218,101 @@ def run_scope_hash(v: dict[str, Any]) -> None:
     assert turngate.scope_hash(v["scope"]) == v["scope_hash"]
 
 
+# ---- checker suites (as core/tests/conformance_checkers.rs) ---------------------------------
+
+
+def _shell_sandbox(cwd: str) -> dict[str, Any]:
+    return {
+        "mode": "unrestricted",
+        "cwd": cwd,
+        "filesystem": {"entries": []},
+        "tmp": "host",
+        "network": {
+            "mode": "enabled",
+            "allowed_domains": [],
+            "denied_domains": [],
+            "allow_localhost": False,
+            "allow_unix_sockets": False,
+            "allowed_tcp_ports": [],
+        },
+        "backend_requirement": "optional",
+        "backend_preference": "none",
+    }
+
+
+_SHELL_PROCESS: dict[str, Any] = {
+    "shell_enabled": True,
+    "inherit_stdin": False,
+    "inherit_session": False,
+    "env": "filtered",
+    "max_duration_ms": 1000,
+    "denied_commands": [],
+    "allowed_command_families": [],
+}
+
+
+def run_checkers_network(doc: dict[str, Any], v: dict[str, Any]) -> None:
+    defaults = doc["defaults"]
+    net = {**defaults["network"], **(v.get("network") or {})}
+    policy = turngate.Policy.from_dict(v.get("policy", defaults["policy"]))
+    got = turngate.check_network(net, policy, v["target"])
+    verdict = got["verdict"]
+    assert isinstance(verdict, turngate.Verdict)
+    expect = v["expect"]
+    assert verdict.effect == expect["effect"], f"got {verdict}, want {expect}"
+    if "reason" in expect:
+        assert verdict.reason == expect["reason"], f"got {verdict}, want {expect}"
+
+
+def run_checkers_shell(doc: dict[str, Any], v: dict[str, Any]) -> None:
+    import tempfile
+
+    policy = turngate.Policy.from_dict(doc["policy"])
+    line, expect = v["line"], v["expect"]
+    with tempfile.TemporaryDirectory() as tmp:
+        plan = turngate.plan_spawn(_shell_sandbox(tmp), _SHELL_PROCESS, policy, line)
+    parsed = turngate.parse_command_line(line)
+    assert policy.check("shell_command", line) == expect["effect"], "explain disagrees"
+    verdict = plan["verdict"]
+    assert isinstance(verdict, turngate.Verdict)
+    assert verdict.effect == expect["effect"], f"plan gave {verdict}"
+    for p in expect.get("programs_include", []):
+        assert p in parsed["programs"], f"program {p} not reported: {parsed}"
+    unresolved = expect.get("unresolved_include")
+    if unresolved is not None:
+        if not unresolved:
+            assert not parsed["unresolved"], f"expected nothing unresolved: {parsed}"
+        for u in unresolved:
+            assert u in parsed["unresolved"], f"unresolved {u} not reported: {parsed}"
+
+
+def _text(v: Any) -> bytes:
+    if isinstance(v, str):
+        return v.encode()
+    assert isinstance(v, dict) and isinstance(v.get("hex"), str), f"bad text {v!r}"
+    return bytes.fromhex(v["hex"])
+
+
+def run_checkers_env(doc: dict[str, Any], v: dict[str, Any]) -> None:
+    name, value = _text(v["name"]), _text(v["value"])
+    mode = v["mode"] if v["mode"] in ("all", "none") else "filtered"
+    env = turngate.filter_env([(name, value)], mode, "/w")
+    kept = any(n == name for n, _ in env["vars"])
+    dropped = env["dropped"]
+    reason = dropped[0]["reason"] if dropped else None
+    expect = v["expect"]
+    assert kept == expect["kept"], f"kept={kept} reason={reason}"
+    if "reason" in expect:
+        assert reason == expect["reason"], f"kept={kept} reason={reason}"
+
+
+CHECKER_RUNNERS: dict[str, Callable[[dict[str, Any], dict[str, Any]], None]] = {
+    "checkers_network": run_checkers_network,
+    "checkers_shell": run_checkers_shell,
+    "checkers_env": run_checkers_env,
+}
+
+
 RUNNERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "policy": run_policy,
     "policy_serde": run_policy_serde,
@@ -239,19 +330,22 @@ def _cases() -> list[Any]:
     for path in _files():
         doc = _load(path)
         suite = doc.get("suite")
-        if suite not in RUNNERS:
+        if suite not in RUNNERS and suite not in CHECKER_RUNNERS:
             continue
         for i, v in enumerate(doc["vectors"]):
             cases.append(
-                pytest.param(suite, v, id=f"{path.stem}[{i}] {v.get('why', '')[:60]}")
+                pytest.param(suite, doc, v, id=f"{path.stem}[{i}] {v.get('why', '')[:60]}")
             )
     return cases
 
 
-@pytest.mark.parametrize(("suite", "vector"), _cases())
-def test_vector(suite: str, vector: dict[str, Any]) -> None:
+@pytest.mark.parametrize(("suite", "doc", "vector"), _cases())
+def test_vector(suite: str, doc: dict[str, Any], vector: dict[str, Any]) -> None:
     assert str(vector.get("why", "")).strip(), "vector without a why"
-    RUNNERS[suite](vector)
+    if suite in CHECKER_RUNNERS:
+        CHECKER_RUNNERS[suite](doc, vector)
+    else:
+        RUNNERS[suite](vector)
 
 
 def test_every_suite_on_disk_is_run() -> None:
@@ -263,7 +357,7 @@ def test_every_suite_on_disk_is_run() -> None:
         suite = doc.get("suite")
         assert isinstance(suite, str), f"{path.name}: no suite"
         assert doc.get("vectors"), f"{path.name}: no vectors"
-        if suite not in RUNNERS and suite not in NOT_RUN_HERE:
+        if suite not in RUNNERS and suite not in CHECKER_RUNNERS and suite not in NOT_RUN_HERE:
             unknown.append(f"{path.name} (suite {suite!r})")
     assert not unknown, (
         "vector files whose suite the Python runner does not run, with no reason listed in "

@@ -16,7 +16,24 @@ Protocol objects (selections, contexts, snapshots, caps) are plain dicts in the
 JSON shape of the schemas in ``schema_names()``; they round-trip with ``json``.
 """
 
+from ._guard import Gate
 from ._turngate import (
+    ApprovalError,
+    Authorization,
+    Broker,
+    Decision,
+    PendingApproval,
+    PermissionDenied,
+    RunError,
+    SpawnResult,
+    Store,
+    Subscription,
+    check_file,
+    check_network,
+    evaluate,
+    filter_env,
+    parse_command_line,
+    plan_spawn,
     InvalidInput,
     Policy,
     PolicyError,
@@ -61,6 +78,23 @@ ACTION_KINDS: tuple[str, ...] = (
 
 __all__ = [
     "ACTION_KINDS",
+    "ApprovalError",
+    "Authorization",
+    "Broker",
+    "Decision",
+    "Gate",
+    "PendingApproval",
+    "PermissionDenied",
+    "RunError",
+    "SpawnResult",
+    "Store",
+    "Subscription",
+    "check_file",
+    "check_network",
+    "evaluate",
+    "filter_env",
+    "parse_command_line",
+    "plan_spawn",
     "InvalidInput",
     "Policy",
     "PolicyError",

@@ -1,8 +1,10 @@
 """Type stubs of the turngate extension module (checked by mypy.stubtest)."""
 
 import os
-from collections.abc import Iterable, Sequence
-from typing import Any, Literal, Optional, Union, final
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, BinaryIO, Literal, Optional, Union, final
+
+from typing_extensions import disjoint_base
 
 _Effect = Literal["allow", "ask", "deny"]
 _JSON = Any
@@ -39,6 +41,22 @@ class SandboxUnavailable(TurnGateError):
 
 class InvalidInput(TurnGateError):
     """An argument was malformed (not the expected protocol object)."""
+
+class ApprovalError(TurnGateError):
+    """An approval operation was refused (unknown or duplicate request, a resolution the
+    request does not offer, a closed broker)."""
+
+class RunError(TurnGateError):
+    """A command could not be run; nothing ran unconfined."""
+
+class PermissionDenied(TurnGateError):
+    """The gate refused an action (raised by ``open_read``/``open_write`` and by guarded
+    functions with ``on_deny="raise"``)."""
+
+    reason: str
+    tool_result: str
+    kind: str
+    target: str
 
 @final
 class Rule:
@@ -133,8 +151,275 @@ def scope_from_action(
 def scope_hash(scope: dict[str, _JSON]) -> str: ...
 def version() -> str: ...
 
+_Env = Union[Mapping[Any, Any], Iterable[tuple[Union[str, bytes], Union[str, bytes]]]]
+_DecisionLike = Union["Decision", bool, str]
+_Approver = Union[
+    Callable[[dict[str, _JSON]], Union[_DecisionLike, Awaitable[_DecisionLike]]],
+    "Broker",
+    Literal["approve_all", "deny_all", "defer_all"],
+    None,
+]
+
+@final
+class Decision:
+    """An approver's answer."""
+
+    @staticmethod
+    def approve(
+        modified: Union[_ActionTuple, dict[str, Optional[str]], None] = None,
+        remember: Optional[Iterable[Union[Rule, dict[str, str]]]] = None,
+    ) -> Decision: ...
+    @staticmethod
+    def deny(reason: str) -> Decision: ...
+    @staticmethod
+    def defer() -> Decision: ...
+    @property
+    def kind(self) -> Literal["approve", "deny", "defer"]: ...
+    @property
+    def reason(self) -> Optional[str]: ...
+
+@final
+class Authorization:
+    """What the gate decided for one call; truthy only when allowed."""
+
+    @property
+    def outcome(self) -> Literal["allowed", "denied", "deferred"]: ...
+    @property
+    def allowed(self) -> bool: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def tool(self) -> Optional[str]: ...
+    @property
+    def verdict(self) -> Optional[Verdict]: ...
+    @property
+    def cached_approval(self) -> bool: ...
+    @property
+    def remember(self) -> list[Rule]: ...
+    @property
+    def reason(self) -> Optional[str]: ...
+    @property
+    def tool_result(self) -> Optional[str]: ...
+    @property
+    def request(self) -> Optional[dict[str, _JSON]]: ...
+    def __bool__(self) -> bool: ...
+
+@final
+class SpawnResult:
+    """What ``Gate.spawn`` did."""
+
+    @property
+    def outcome(self) -> Literal["ran", "denied", "deferred"]: ...
+    @property
+    def success(self) -> bool: ...
+    @property
+    def exit_code(self) -> Optional[int]: ...
+    @property
+    def signal(self) -> Optional[int]: ...
+    @property
+    def timed_out(self) -> bool: ...
+    @property
+    def duration_ms(self) -> int: ...
+    @property
+    def stdout(self) -> bytes: ...
+    @property
+    def stderr(self) -> bytes: ...
+    @property
+    def sandbox(self) -> Optional[dict[str, _JSON]]: ...
+    @property
+    def reason(self) -> Optional[str]: ...
+    @property
+    def tool_result(self) -> Optional[str]: ...
+    @property
+    def request(self) -> Optional[dict[str, _JSON]]: ...
+
+@final
+class Store:
+    """The durable audit and approval store (a SQLite file)."""
+
+    def __new__(cls, path: Union[str, os.PathLike[str]]) -> Store: ...
+    @property
+    def path(self) -> str: ...
+    def append(self, event: dict[str, _JSON]) -> int: ...
+    def replay(self, turn_id: str) -> list[dict[str, _JSON]]: ...
+    def turns(self) -> list[str]: ...
+    def pending_approvals(self) -> list[dict[str, _JSON]]: ...
+    def approval(self, request_id: str) -> Optional[dict[str, _JSON]]: ...
+    def resolve(
+        self, request_id: str, resolution: str, reason: str = "responder"
+    ) -> dict[str, _JSON]: ...
+
+@final
+class Subscription:
+    """An async iterator of approval notifications."""
+
+    def __aiter__(self) -> Subscription: ...
+    def __anext__(self) -> Awaitable[dict[str, _JSON]]: ...
+    def try_next(self) -> Optional[dict[str, _JSON]]: ...
+    def cancel(self) -> None: ...
+
+@final
+class PendingApproval:
+    """A request opened on a broker."""
+
+    @property
+    def request(self) -> dict[str, _JSON]: ...
+    def wait(self) -> Awaitable[dict[str, _JSON]]: ...
+
+@final
+class Broker:
+    """The approval broker."""
+
+    def __new__(cls, policy: Policy) -> Broker: ...
+    def subscribe(self) -> Subscription: ...
+    def open(
+        self,
+        request: dict[str, _JSON],
+        action: Union[_ActionTuple, dict[str, Optional[str]]],
+        timeout_ms: Optional[int] = None,
+    ) -> PendingApproval: ...
+    def respond(self, id: str, resolution: str) -> dict[str, _JSON]: ...
+    def pending_requests(self) -> list[dict[str, _JSON]]: ...
+    def outcome(self, id: str) -> Optional[dict[str, _JSON]]: ...
+    def has_grant(self, turn_id: str, scope_hash: str) -> bool: ...
+    def cancel_turn(self, turn_id: str) -> list[dict[str, _JSON]]: ...
+    def end_turn(self, turn_id: str) -> list[dict[str, _JSON]]: ...
+    def close(self) -> None: ...
+
+@disjoint_base
+class Gate:
+    """The gate of one turn."""
+
+    def __new__(
+        cls,
+        turn_id: str,
+        snapshot: dict[str, _JSON],
+        store: Store,
+        approver: _Approver = None,
+        *,
+        broker: Optional[Broker] = None,
+    ) -> Gate: ...
+    @property
+    def turn_id(self) -> str: ...
+    @property
+    def snapshot(self) -> dict[str, _JSON]: ...
+    def evaluate(
+        self, kind: str, target: str, tool: Optional[str] = None, cwd: Optional[str] = None
+    ) -> tuple[Verdict, str]: ...
+    def authorize(
+        self,
+        kind: str,
+        target: str,
+        *,
+        tool: Optional[str] = None,
+        item_id: Optional[str] = None,
+        tool_id: Optional[str] = None,
+        cwd: Optional[str] = None,
+    ) -> Awaitable[Authorization]: ...
+    def authorize_blocking(
+        self,
+        kind: str,
+        target: str,
+        *,
+        tool: Optional[str] = None,
+        item_id: Optional[str] = None,
+        tool_id: Optional[str] = None,
+        cwd: Optional[str] = None,
+    ) -> Authorization: ...
+    def spawn(
+        self,
+        command_line: str,
+        *,
+        tool: Optional[str] = None,
+        cwd: Optional[str] = None,
+        item_id: Optional[str] = None,
+        tool_id: Optional[str] = None,
+    ) -> Awaitable[SpawnResult]: ...
+    def spawn_blocking(
+        self,
+        command_line: str,
+        *,
+        tool: Optional[str] = None,
+        cwd: Optional[str] = None,
+        item_id: Optional[str] = None,
+        tool_id: Optional[str] = None,
+    ) -> SpawnResult: ...
+    def run_approved_blocking(
+        self, command_line: str, *, cwd: Optional[str] = None, tool: Optional[str] = None
+    ) -> SpawnResult: ...
+    def resume(self, request_id: str, decision: _DecisionLike) -> Authorization: ...
+    def open_read(
+        self, path: Union[str, os.PathLike[str]], *, tool: Optional[str] = None
+    ) -> Awaitable[BinaryIO]: ...
+    def open_write(
+        self, path: Union[str, os.PathLike[str]], *, tool: Optional[str] = None
+    ) -> Awaitable[BinaryIO]: ...
+    def open_read_blocking(
+        self, path: Union[str, os.PathLike[str]], *, tool: Optional[str] = None
+    ) -> BinaryIO: ...
+    def open_write_blocking(
+        self, path: Union[str, os.PathLike[str]], *, tool: Optional[str] = None
+    ) -> BinaryIO: ...
+    def resolve_and_check(self, url: str, tool: Optional[str] = None) -> dict[str, _JSON]: ...
+    def grant_for_turn(self, scope_hash: str) -> None: ...
+
+def check_file(
+    sandbox: dict[str, _JSON],
+    policy: Policy,
+    kind: str,
+    path: Union[str, os.PathLike[str]],
+    tool: Optional[str] = None,
+) -> dict[str, _JSON]: ...
+def check_network(
+    network: dict[str, _JSON], policy: Policy, target: str, tool: Optional[str] = None
+) -> dict[str, _JSON]: ...
+def plan_spawn(
+    sandbox: dict[str, _JSON],
+    process: dict[str, _JSON],
+    policy: Policy,
+    command_line: str,
+    *,
+    cwd: Optional[str] = None,
+    env: Optional[_Env] = None,
+    timeout_ms: Optional[int] = None,
+    tool: Optional[str] = None,
+) -> dict[str, _JSON]: ...
+def filter_env(
+    env: _Env,
+    mode: str,
+    cwd: Union[str, os.PathLike[str]],
+    untrusted_path_roots: Sequence[str] = ...,
+) -> dict[str, _JSON]: ...
+def parse_command_line(line: str) -> dict[str, _JSON]: ...
+def evaluate(
+    snapshot: dict[str, _JSON],
+    kind: str,
+    target: str,
+    tool: Optional[str] = None,
+    cwd: Optional[str] = None,
+) -> tuple[Verdict, str]: ...
+
 
 __all__ = [
+    "ApprovalError",
+    "Authorization",
+    "Broker",
+    "Decision",
+    "Gate",
+    "PendingApproval",
+    "PermissionDenied",
+    "RunError",
+    "SpawnResult",
+    "Store",
+    "Subscription",
+    "check_file",
+    "check_network",
+    "evaluate",
+    "filter_env",
+    "parse_command_line",
+    "plan_spawn",
     "InvalidInput",
     "Policy",
     "PolicyError",

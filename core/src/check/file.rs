@@ -6,6 +6,7 @@
 //! both the lexical and the resolved form. Every I/O error is a deny. It also offers race-free
 //! opens (`openat2` beneath the governing root, Linux). It never writes anything.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -62,39 +63,17 @@ struct Root {
     provenance: FsProvenance,
 }
 
-/// Judges file reads and writes against a turn's sandbox and policy. Build one per turn (it
-/// canonicalizes the roots once).
-#[derive(Debug)]
-pub struct FilePolicyChecker<'a> {
-    sandbox: &'a TurnSandboxSnapshot,
-    policy: &'a CompiledPolicy,
+/// A turn's filesystem roots, canonicalized once. Keep one per turn and build checkers with
+/// [`FilePolicyChecker::with_roots`], so no check repeats the roots' `realpath` calls.
+#[derive(Debug, Clone)]
+pub struct FileRoots {
     roots: Vec<Root>,
     workspace: Option<usize>,
-    layer: Arc<str>,
 }
 
-fn lexical_path(p: &Path) -> Option<PathBuf> {
-    let s = p.to_str()?;
-    normalize_path_lexically(s)
-        .ok()
-        .map(|c| PathBuf::from(c.into_owned()))
-}
-
-/// The deepest root containing `path` (compared component by component).
-fn governing<'r>(
-    roots: &'r [Root],
-    path: &Path,
-    form: impl Fn(&Root) -> Option<&Path>,
-) -> Option<&'r Root> {
-    roots
-        .iter()
-        .filter(|r| form(r).is_some_and(|root| path.starts_with(root)))
-        .max_by_key(|r| form(r).map_or(0, |p| p.components().count()))
-}
-
-impl<'a> FilePolicyChecker<'a> {
-    /// A checker for `sandbox` under `policy`.
-    pub fn new(sandbox: &'a TurnSandboxSnapshot, policy: &'a CompiledPolicy) -> Self {
+impl FileRoots {
+    /// Canonicalize the absolute entries of `sandbox`'s filesystem.
+    pub fn new(sandbox: &TurnSandboxSnapshot) -> Self {
         let roots: Vec<Root> = sandbox
             .filesystem
             .entries
@@ -112,11 +91,91 @@ impl<'a> FilePolicyChecker<'a> {
         let workspace = roots
             .iter()
             .position(|r| r.provenance == FsProvenance::Workspace);
+        FileRoots { roots, workspace }
+    }
+
+    /// Every writable root, as given and canonicalized (both spellings).
+    pub fn writable_paths(&self) -> Vec<PathBuf> {
+        self.roots
+            .iter()
+            .filter(|r| r.access == FsAccess::Write)
+            .flat_map(|r| std::iter::once(r.lexical.clone()).chain(r.canonical.clone()))
+            .collect()
+    }
+}
+
+/// Judges file reads and writes against a turn's sandbox and policy.
+#[derive(Debug)]
+pub struct FilePolicyChecker<'a> {
+    sandbox: &'a TurnSandboxSnapshot,
+    policy: &'a CompiledPolicy,
+    roots: Cow<'a, FileRoots>,
+    layer: Arc<str>,
+}
+
+fn lexical_path(p: &Path) -> Option<PathBuf> {
+    let s = p.to_str()?;
+    normalize_path_lexically(s)
+        .ok()
+        .map(|c| PathBuf::from(c.into_owned()))
+}
+
+/// The deepest root containing `path`, compared component by component.
+fn governing<'r>(
+    roots: &'r [Root],
+    path: &Path,
+    form: impl Fn(&Root) -> Option<&Path>,
+) -> Option<&'r Root> {
+    roots
+        .iter()
+        .filter_map(|r| {
+            let root = form(r)?;
+            strip_root(path, root).map(|_| (r, root.as_os_str().len()))
+        })
+        .max_by_key(|(_, depth)| *depth)
+        .map(|(r, _)| r)
+}
+
+/// `path` below `root`, as bytes (empty for the root itself), when `root` contains `path`
+/// component-wise: `/w_evil` is not inside `/w`. Both must be normalized (absolute, no `.`,
+/// `..`, empty components or trailing `/`), as every lexical and canonical form here is; on
+/// such paths this byte comparison is exactly `Path::starts_with`, without walking components.
+fn strip_root<'p>(path: &'p Path, root: &Path) -> Option<&'p [u8]> {
+    let (p, r) = (
+        path.as_os_str().as_encoded_bytes(),
+        root.as_os_str().as_encoded_bytes(),
+    );
+    let rest = p.strip_prefix(r)?;
+    if r == b"/" {
+        return Some(rest);
+    }
+    match rest {
+        [] => Some(rest),
+        [b'/', tail @ ..] => Some(tail),
+        _ => None,
+    }
+}
+impl<'a> FilePolicyChecker<'a> {
+    /// A checker for `sandbox` under `policy` (canonicalizes the roots now).
+    pub fn new(sandbox: &'a TurnSandboxSnapshot, policy: &'a CompiledPolicy) -> Self {
         FilePolicyChecker {
             sandbox,
             policy,
-            roots,
-            workspace,
+            roots: Cow::Owned(FileRoots::new(sandbox)),
+            layer: Arc::from(FILESYSTEM_LAYER),
+        }
+    }
+
+    /// A checker over roots canonicalized earlier (by [`FileRoots::new`] on the same sandbox).
+    pub fn with_roots(
+        sandbox: &'a TurnSandboxSnapshot,
+        policy: &'a CompiledPolicy,
+        roots: &'a FileRoots,
+    ) -> Self {
+        FilePolicyChecker {
+            sandbox,
+            policy,
+            roots: Cow::Borrowed(roots),
             layer: Arc::from(FILESYSTEM_LAYER),
         }
     }
@@ -175,9 +234,10 @@ impl<'a> FilePolicyChecker<'a> {
         if self.sandbox.mode != SandboxMode::Unrestricted {
             // 3 and 5. Containment, on the resolved form; a lexically contained path that
             // resolves outside every root is a symlink escape.
-            let res_root = governing(&self.roots, &resolved, |r| r.canonical.as_deref());
+            let res_root = governing(&self.roots.roots, &resolved, |r| r.canonical.as_deref());
             let Some(root) = res_root else {
-                let lex_root = governing(&self.roots, &lexical, |r| Some(r.lexical.as_path()));
+                let lex_root =
+                    governing(&self.roots.roots, &lexical, |r| Some(r.lexical.as_path()));
                 let reason = if lex_root.is_some() {
                     Reason::SymlinkEscape
                 } else {
@@ -204,7 +264,7 @@ impl<'a> FilePolicyChecker<'a> {
             governing_root = root.canonical.clone();
         }
         // 6. Glob rules on both forms: workspace-relative inside the workspace, else absolute.
-        let ws = self.workspace.and_then(|i| self.roots.get(i));
+        let ws = self.roots.workspace.and_then(|i| self.roots.roots.get(i));
         let lexical_form = relative_form(&lexical, ws.map(|r| r.lexical.as_path()));
         let resolved_form = relative_form(&resolved, ws.and_then(|r| r.canonical.as_deref()));
         let (Some(lexical_form), Some(resolved_form)) = (lexical_form, resolved_form) else {
@@ -278,14 +338,13 @@ impl<'a> FilePolicyChecker<'a> {
 fn too_long(path: &Path) -> bool {
     const PATH_MAX: usize = 4096;
     const NAME_MAX: usize = 255;
-    path.as_os_str().len() >= PATH_MAX || path.iter().any(|c| c.len() > NAME_MAX)
+    let bytes = path.as_os_str().as_encoded_bytes();
+    bytes.len() >= PATH_MAX || bytes.split(|b| *b == b'/').any(|c| c.len() > NAME_MAX)
 }
 
 fn relative_form(path: &Path, workspace: Option<&Path>) -> Option<String> {
-    if let Some(ws) = workspace
-        && let Ok(rel) = path.strip_prefix(ws)
-    {
-        let rel = rel.to_str()?;
+    if let Some(rel) = workspace.and_then(|ws| strip_root(path, ws)) {
+        let rel = std::str::from_utf8(rel).ok()?;
         return Some(if rel.is_empty() {
             ".".to_owned()
         } else {

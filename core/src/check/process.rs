@@ -16,10 +16,10 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use crate::action::{ActionKind, Effect};
 use crate::check::env::{DroppedVar, filter_env};
-use crate::check::file::FilePolicyChecker;
+use crate::check::file::{FilePolicyChecker, FileRoots};
 use crate::policy::CompiledPolicy;
 use crate::protocol::{
-    BackendRequirement, FsAccess, SandboxMode, TurnProcessPolicySnapshot, TurnSandboxSnapshot,
+    BackendRequirement, SandboxMode, TurnProcessPolicySnapshot, TurnSandboxSnapshot,
 };
 use crate::shell::{self, SimpleCommand};
 use crate::verdict::{Reason, Verdict};
@@ -96,6 +96,17 @@ impl ProcessSpawnPlan {
         policy: &CompiledPolicy,
         request: SpawnRequest<'_>,
     ) -> ProcessSpawnPlan {
+        Self::build_with_roots(sandbox, process, policy, &FileRoots::new(sandbox), request)
+    }
+
+    /// [`build`](Self::build) over the turn's roots canonicalized once ([`FileRoots`]).
+    pub fn build_with_roots(
+        sandbox: &TurnSandboxSnapshot,
+        process: &TurnProcessPolicySnapshot,
+        policy: &CompiledPolicy,
+        roots: &FileRoots,
+        request: SpawnRequest<'_>,
+    ) -> ProcessSpawnPlan {
         let layer: Arc<str> = Arc::from(PROCESS_LAYER);
         let mut plan = ProcessSpawnPlan {
             verdict: Verdict::without_rule(Effect::Deny, layer.clone(), Reason::ShellDisabled),
@@ -123,7 +134,11 @@ impl ProcessSpawnPlan {
         // 2 and 3. Every simple command: policy, denied commands, families.
         let parsed = shell::parse_command_line(line);
         let denied = compile_globs(&process.denied_commands);
-        let families = compile_globs(&process.allowed_command_families);
+        let families = if process.allowed_command_families.is_empty() {
+            Ok(GlobSet::empty())
+        } else {
+            compile_globs(&process.allowed_command_families)
+        };
         let mut verdict: Option<Verdict> = None;
         for command in &parsed.commands {
             let base = basename(&command.program).to_lowercase();
@@ -168,7 +183,7 @@ impl ProcessSpawnPlan {
         };
         plan.unresolved = parsed.unresolved.clone();
         // 4. The cwd must pass the file checker (as a read of a directory).
-        let files = FilePolicyChecker::new(sandbox, policy);
+        let files = FilePolicyChecker::with_roots(sandbox, policy, roots);
         let cwd_request = request.cwd.unwrap_or(sandbox.cwd.as_path());
         let cwd = files.check(ActionKind::FileRead, cwd_request, request.tool);
         match &cwd.resolved {
@@ -183,16 +198,7 @@ impl ProcessSpawnPlan {
         }
         verdict = verdict.stricter(cwd.verdict);
         // 5. Environment filtering.
-        let untrusted: Vec<PathBuf> = sandbox
-            .filesystem
-            .entries
-            .iter()
-            .filter(|e| e.access == FsAccess::Write)
-            .flat_map(|e| {
-                let canonical = std::fs::canonicalize(&e.path).ok();
-                std::iter::once(e.path.clone()).chain(canonical)
-            })
-            .collect();
+        let untrusted: Vec<PathBuf> = roots.writable_paths();
         let env = filter_env(request.env, process.env, &plan.cwd, &untrusted);
         plan.env = env.vars;
         plan.dropped_env = env.dropped;
@@ -230,6 +236,9 @@ fn basename(program: &str) -> &str {
 /// Compile program globs, case-folded. `Err` when any pattern is invalid (the caller fails
 /// closed for deny lists and ignores grants).
 fn compile_globs(patterns: &[String]) -> Result<GlobSet, ()> {
+    if patterns.is_empty() {
+        return Ok(GlobSet::empty());
+    }
     let mut builder = GlobSetBuilder::new();
     for p in patterns {
         let glob = GlobBuilder::new(&p.to_lowercase())

@@ -238,17 +238,22 @@ impl CompiledPolicy {
 
     /// [`explain`](Self::explain) without building an [`Action`] (the FFI hot path).
     pub fn explain_parts(&self, kind: ActionKind, target: &str, tool: Option<&str>) -> Verdict {
-        if target.contains('\0') {
-            return self.invalid_target();
-        }
         match kind {
             ActionKind::FileRead | ActionKind::FileWrite => {
+                // The normalizer rejects NUL bytes in the same pass that checks the path.
                 let Ok(path) = normalize_path_lexically(target) else {
                     return self.invalid_target();
                 };
                 let folded = fold_case(&path);
-                let (base, folded_base) = (basename(&path), basename(&folded));
+                let base = basename(&path);
                 let n = if base.len() == path.len() { 1 } else { 2 };
+                // ASCII case folding keeps byte offsets, so the folded basename is the same
+                // tail; otherwise find it again.
+                let folded_base = if folded.len() == path.len() {
+                    folded.get(path.len() - base.len()..).unwrap_or(&folded)
+                } else {
+                    basename(&folded)
+                };
                 self.evaluate(
                     kind,
                     &[&path, base][..n],
@@ -256,6 +261,7 @@ impl CompiledPolicy {
                     tool,
                 )
             }
+            _ if target.contains('\0') => self.invalid_target(),
             ActionKind::Network => {
                 let Ok(t) = normalize_network_target(target) else {
                     return self.invalid_target();

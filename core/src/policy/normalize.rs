@@ -21,8 +21,18 @@ pub(crate) fn nfc(s: &str) -> Cow<'_, str> {
 
 /// The case-folded form used for deny/ask comparison.
 pub(crate) fn fold_case(s: &str) -> Cow<'_, str> {
-    if s.is_ascii() {
-        if s.bytes().any(|b| b.is_ascii_uppercase()) {
+    // One pass: ASCII without capitals (the common case) is returned as is.
+    let mut upper = false;
+    let mut ascii = true;
+    for b in s.bytes() {
+        upper |= b.is_ascii_uppercase();
+        if !b.is_ascii() {
+            ascii = false;
+            break;
+        }
+    }
+    if ascii {
+        if upper {
             Cow::Owned(s.to_ascii_lowercase())
         } else {
             Cow::Borrowed(s)
@@ -53,19 +63,19 @@ pub fn normalize_path_lexically(path: &str) -> Result<Cow<'_, str>, InvalidTarge
     if path.is_empty() {
         return Err(InvalidTarget("empty path"));
     }
-    if path.contains('\0') {
-        return Err(InvalidTarget("NUL byte in path"));
-    }
     let folded = fold_platform_separators(path);
-    let needs_work = |p: &str| {
-        p.contains("//")
-            || p.starts_with("./")
-            || p.contains("/./")
-            || p.ends_with("/.")
-            || p == "."
-            || p.split('/').any(|c| c == "..")
-            || (p.len() > 1 && p.ends_with('/'))
-    };
+    match scan_path(folded.as_bytes()) {
+        PathScan::Nul => return Err(InvalidTarget("NUL byte in path")),
+        // The hot case: ASCII (so already NFC) with nothing to remove.
+        PathScan::Plain { ascii: true } => {
+            return Ok(match folded {
+                Cow::Borrowed(_) => Cow::Borrowed(path),
+                Cow::Owned(o) => Cow::Owned(o),
+            });
+        }
+        _ => {}
+    }
+    let needs_work = |p: &str| !matches!(scan_path(p.as_bytes()), PathScan::Plain { .. });
     let text = match nfc(&folded) {
         Cow::Borrowed(_) if !needs_work(&folded) => {
             return Ok(match folded {
@@ -99,6 +109,46 @@ pub fn normalize_path_lexically(path: &str) -> Result<Cow<'_, str>, InvalidTarge
         (false, true) => ".".to_owned(),
         (false, false) => joined,
     }))
+}
+
+/// What one pass over a path's bytes found.
+enum PathScan {
+    /// A NUL byte: the path is invalid.
+    Nul,
+    /// No `.`, `..` or empty component to remove (a leading `/` is not one).
+    Plain {
+        /// Every byte is ASCII (so the text is already NFC).
+        ascii: bool,
+    },
+    /// Something to normalize.
+    NeedsWork,
+}
+
+fn scan_path(b: &[u8]) -> PathScan {
+    let mut ascii = true;
+    let mut work = false;
+    let mut start = 0;
+    for i in 0..=b.len() {
+        let byte = b.get(i).copied();
+        match byte {
+            Some(0) => return PathScan::Nul,
+            Some(b'/') | None => {
+                match &b[start..i] {
+                    // An empty component: `//`, or a trailing `/` (but `/` itself is fine).
+                    [] => work |= i != 0 && !(byte.is_none() && b.len() == 1),
+                    [b'.'] | [b'.', b'.'] => work = true,
+                    _ => {}
+                }
+                start = i + 1;
+            }
+            Some(c) => ascii &= c.is_ascii(),
+        }
+    }
+    if work {
+        PathScan::NeedsWork
+    } else {
+        PathScan::Plain { ascii }
+    }
 }
 
 /// The last component of a normalized path (the path itself when it has no `/`).
@@ -263,6 +313,10 @@ mod tests {
         assert_eq!(n("/../etc/passwd").as_deref(), Ok("/etc/passwd"));
         assert_eq!(n("src/").as_deref(), Ok("src"));
         assert_eq!(n("./").as_deref(), Ok("."));
+        assert_eq!(n("/").as_deref(), Ok("/"));
+        assert_eq!(n("a/.").as_deref(), Ok("a"));
+        assert_eq!(n(".hidden/..x/y").as_deref(), Ok(".hidden/..x/y"));
+        assert_eq!(n("/a//").as_deref(), Ok("/a"));
         assert!(n("a\0b").is_err());
         assert!(n("").is_err());
     }

@@ -1,0 +1,277 @@
+//! The gate of one turn for bindings: authorize a tool call, spawn a shell command under the
+//! snapshot's sandbox, resume a deferred request, open files race-free, resolve URLs. The
+//! snapshot crosses as JSON; results cross as owned records. Every rule is the core gate's.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use turngate::gate::{Authorization, Denial, Gate, SpawnResult};
+use turngate::protocol::TurnExecutionSecuritySnapshot;
+use turngate::sandbox::ProcessOutcome;
+
+use crate::approver::{ApproverHandle, DecisionRecord};
+use crate::broker::BrokerHandle;
+use crate::check::{
+    EvaluationRecord, InvocationRecord, NetworkResolutionRecord, resolution_record,
+};
+use crate::convert::{from_value, to_value};
+use crate::store::StoreHandle;
+use crate::{RuleRecord, TurnGateError, VerdictRecord};
+
+/// A refusal, shaped as a tool result the model can adapt to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DenialRecord {
+    /// The refused action's kind.
+    pub kind: String,
+    /// The refused action's target.
+    pub target: String,
+    /// The refused action's tool.
+    pub tool: Option<String>,
+    /// Why, in words.
+    pub reason: String,
+    /// The verdict behind it, when the policy denied.
+    pub verdict: Option<VerdictRecord>,
+    /// The text to hand the model as the tool's result.
+    pub tool_result: String,
+}
+
+impl From<Denial> for DenialRecord {
+    fn from(d: Denial) -> Self {
+        DenialRecord {
+            tool_result: d.tool_result(),
+            kind: d.action.kind.as_str().to_owned(),
+            target: d.action.target,
+            tool: d.action.tool,
+            reason: d.reason,
+            verdict: d.verdict.map(VerdictRecord::from),
+        }
+    }
+}
+
+/// What the gate decided for one call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AuthorizationRecord {
+    /// Run the action (the one evaluated, or the approver's modified one, re-checked).
+    Allowed {
+        /// The action's kind.
+        kind: String,
+        /// The action's target (canonical).
+        target: String,
+        /// The action's tool.
+        tool: Option<String>,
+        /// The verdict that allowed it (for an approved ask: the ask verdict).
+        verdict: VerdictRecord,
+        /// True when an `allow_for_turn` grant answered without a prompt.
+        cached_approval: bool,
+        /// Remembered rules that passed the re-check (for the caller to persist).
+        remember: Vec<RuleRecord>,
+    },
+    /// Refused.
+    Denied(DenialRecord),
+    /// Deferred: the request (a `TurnPermissionApprovalRequest`) is persisted in the store.
+    Deferred {
+        /// The request, exactly as shown.
+        request: Value,
+    },
+}
+
+fn authorization(a: Authorization) -> Result<AuthorizationRecord, TurnGateError> {
+    Ok(match a {
+        Authorization::Allowed {
+            action,
+            verdict,
+            cached_approval,
+            remember,
+        } => AuthorizationRecord::Allowed {
+            kind: action.kind.as_str().to_owned(),
+            target: action.target,
+            tool: action.tool,
+            verdict: verdict.into(),
+            cached_approval,
+            remember: remember.iter().map(RuleRecord::from).collect(),
+        },
+        Authorization::Denied(d) => AuthorizationRecord::Denied(d.into()),
+        Authorization::Deferred { request } => AuthorizationRecord::Deferred {
+            request: to_value("request", &*request)?,
+        },
+    })
+}
+
+/// A finished command.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessOutcomeRecord {
+    /// The child's pid.
+    pub pid: u32,
+    /// The exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    /// Whether the timeout fired.
+    pub timed_out: bool,
+    /// Wall-clock milliseconds from spawn to exit.
+    pub duration_ms: u64,
+    /// Captured stdout (capped).
+    pub stdout: Vec<u8>,
+    /// Captured stderr (capped).
+    pub stderr: Vec<u8>,
+    /// Whether stdout was truncated.
+    pub stdout_truncated: bool,
+    /// Whether stderr was truncated.
+    pub stderr_truncated: bool,
+    /// What the sandbox enforced (a `SandboxReport`), when one was requested.
+    pub sandbox: Option<Value>,
+}
+
+fn outcome_record(o: ProcessOutcome) -> Result<ProcessOutcomeRecord, TurnGateError> {
+    Ok(ProcessOutcomeRecord {
+        pid: o.pid,
+        exit_code: o.exit_code,
+        signal: o.signal,
+        timed_out: o.timed_out,
+        duration_ms: u64::try_from(o.duration.as_millis()).unwrap_or(u64::MAX),
+        stdout: o.stdout,
+        stderr: o.stderr,
+        stdout_truncated: o.stdout_truncated,
+        stderr_truncated: o.stderr_truncated,
+        sandbox: o.sandbox.map(|s| to_value("sandbox", &s)).transpose()?,
+    })
+}
+
+/// What `spawn` did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SpawnRecord {
+    /// The command ran (under the sandbox when the snapshot requires one).
+    Ran(ProcessOutcomeRecord),
+    /// Refused before anything ran.
+    Denied(DenialRecord),
+    /// The approver deferred; the request is persisted.
+    Deferred {
+        /// The request, exactly as shown.
+        request: Value,
+    },
+}
+
+/// What `open_read`/`open_write` did.
+#[derive(Debug)]
+pub enum OpenRecord {
+    /// The file, opened race-free beneath its root.
+    Opened(std::fs::File),
+    /// Refused (by the policy, the approver, or the race-free open).
+    Denied(Box<DenialRecord>),
+}
+
+/// The gate of one turn. Share it behind the returned `Arc`.
+#[derive(Debug)]
+pub struct GateHandle {
+    gate: Gate,
+}
+
+impl GateHandle {
+    /// A gate for `turn_id` under a `TurnExecutionSecuritySnapshot`, recording to `store`,
+    /// asking `approver`, and honouring `allow_for_turn` grants recorded by `broker`.
+    pub fn new(
+        turn_id: &str,
+        snapshot: Value,
+        store: &StoreHandle,
+        approver: &ApproverHandle,
+        broker: Option<&BrokerHandle>,
+    ) -> Result<Arc<Self>, TurnGateError> {
+        let snapshot: TurnExecutionSecuritySnapshot = from_value("snapshot", snapshot)?;
+        let mut gate = Gate::new(
+            turn_id,
+            snapshot,
+            store.as_audit_store(),
+            approver.as_approver(),
+        )?;
+        if let Some(broker) = broker {
+            broker.set_turn_policy(turn_id, Arc::clone(gate.policy()));
+            gate = gate.with_broker(broker.core().clone());
+        }
+        Ok(Arc::new(GateHandle { gate }))
+    }
+
+    /// The turn id.
+    pub fn turn_id(&self) -> String {
+        self.gate.turn_id().to_owned()
+    }
+
+    /// The turn's snapshot.
+    pub fn snapshot(&self) -> Result<Value, TurnGateError> {
+        to_value("snapshot", self.gate.snapshot())
+    }
+
+    /// Evaluate one call with the checker of its kind, without recording or asking.
+    pub fn evaluate(&self, inv: &InvocationRecord) -> Result<EvaluationRecord, TurnGateError> {
+        let e = self.gate.evaluate(&inv.to_core()?);
+        Ok(EvaluationRecord {
+            verdict: e.verdict.into(),
+            target: e.target,
+        })
+    }
+
+    /// Decide one call: evaluate, consult grants, ask the approver on ask, re-check, record.
+    pub async fn authorize(
+        &self,
+        inv: &InvocationRecord,
+    ) -> Result<AuthorizationRecord, TurnGateError> {
+        authorization(self.gate.authorize(&inv.to_core()?).await?)
+    }
+
+    /// Decide a deferred request (possibly persisted by another process): the stored action,
+    /// exactly as shown, is re-checked against this gate's policy.
+    pub fn resume(
+        &self,
+        request_id: &str,
+        decision: &DecisionRecord,
+    ) -> Result<AuthorizationRecord, TurnGateError> {
+        authorization(self.gate.resume(request_id, decision.to_core()?)?)
+    }
+
+    /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox.
+    pub async fn spawn(&self, inv: &InvocationRecord) -> Result<SpawnRecord, TurnGateError> {
+        Ok(match self.gate.spawn(&inv.to_core()?).await? {
+            SpawnResult::Ran(o) => SpawnRecord::Ran(outcome_record(*o)?),
+            SpawnResult::Denied(d) => SpawnRecord::Denied(d.into()),
+            SpawnResult::Deferred(r) => SpawnRecord::Deferred {
+                request: to_value("request", &*r)?,
+            },
+        })
+    }
+
+    /// Run a command line that was already authorized (a resumed deferral) under the sandbox.
+    pub async fn run_approved(
+        &self,
+        command_line: &str,
+        cwd: Option<&str>,
+        tool: Option<&str>,
+    ) -> Result<ProcessOutcomeRecord, TurnGateError> {
+        let cwd = cwd.map(std::path::Path::new);
+        outcome_record(self.gate.run_approved(command_line, cwd, tool).await?)
+    }
+
+    /// Authorize a read of `inv.target` and open it race-free beneath its root.
+    pub async fn open_read(&self, inv: &InvocationRecord) -> Result<OpenRecord, TurnGateError> {
+        Ok(match self.gate.open_read(&inv.to_core()?).await? {
+            Ok(f) => OpenRecord::Opened(f),
+            Err(d) => OpenRecord::Denied(Box::new(d.into())),
+        })
+    }
+
+    /// Authorize a write of `inv.target` and open (create or truncate) it race-free.
+    pub async fn open_write(&self, inv: &InvocationRecord) -> Result<OpenRecord, TurnGateError> {
+        Ok(match self.gate.open_write(&inv.to_core()?).await? {
+            Ok(f) => OpenRecord::Opened(f),
+            Err(d) => OpenRecord::Denied(Box::new(d.into())),
+        })
+    }
+
+    /// Check a URL and resolve it: connect only to the returned, vetted addresses.
+    pub fn resolve_and_check(&self, url: &str, tool: Option<&str>) -> NetworkResolutionRecord {
+        resolution_record(self.gate.resolve_and_check(url, tool))
+    }
+
+    /// Grant `scope_hash` for the rest of the turn.
+    pub fn grant_for_turn(&self, scope_hash: &str) {
+        self.gate.grant_for_turn(scope_hash);
+    }
+}

@@ -1,0 +1,104 @@
+//! The durable audit and approval store: open a SQLite file, replay a turn's events, list turns
+//! and pending approvals, resolve a stored approval. Events and approvals cross as JSON values
+//! in their protocol shape. Every call blocks until the store answers; bindings run it off
+//! their event loop.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use turngate::approval::ApprovalResolution;
+use turngate::audit::{AuditStore, SqliteAuditStore, StoredResolution, TurnPermissionAuditEvent};
+
+use crate::TurnGateError;
+use crate::convert::{from_value, to_value};
+
+/// An open audit store, shared by gates and clients.
+#[derive(Debug)]
+pub struct StoreHandle {
+    store: Arc<SqliteAuditStore>,
+}
+
+/// What [`StoreHandle::resolve`] recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreResolveRecord {
+    /// The resolution now recorded (this call's, or an earlier one that won).
+    pub resolution: String,
+    /// Its reason.
+    pub reason: String,
+    /// True when this call recorded it.
+    pub applied: bool,
+}
+
+impl StoreHandle {
+    /// Open (creating if needed) the SQLite store at `path`.
+    pub fn open(path: &str) -> Result<Arc<Self>, TurnGateError> {
+        Ok(Arc::new(StoreHandle {
+            store: Arc::new(SqliteAuditStore::open(path)?),
+        }))
+    }
+
+    /// The store's file path.
+    pub fn path(&self) -> String {
+        self.store.path().to_owned()
+    }
+
+    /// The store as the core's trait object (for the gate).
+    pub fn as_audit_store(&self) -> Arc<dyn AuditStore> {
+        Arc::clone(&self.store) as Arc<dyn AuditStore>
+    }
+
+    /// Append a `TurnPermissionAuditEvent`; returns its assigned seq.
+    pub fn append(&self, event: Value) -> Result<u64, TurnGateError> {
+        let event: TurnPermissionAuditEvent = from_value("event", event)?;
+        Ok(self.store.append(event)?)
+    }
+
+    /// The events of `turn_id` in seq order, as a list of `TurnPermissionAuditEvent`.
+    pub fn replay(&self, turn_id: &str) -> Result<Value, TurnGateError> {
+        to_value("events", &self.store.replay(turn_id)?)
+    }
+
+    /// Every turn id with events, oldest first.
+    pub fn turns(&self) -> Result<Vec<String>, TurnGateError> {
+        Ok(self.store.turns()?)
+    }
+
+    /// Every stored approval without a resolution (`{"request", "action"}`), oldest first.
+    pub fn pending_approvals(&self) -> Result<Value, TurnGateError> {
+        to_value("approvals", &self.store.pending_approvals()?)
+    }
+
+    /// The stored approval `request_id` (`{"request", "action", "resolution"?}`), or none.
+    pub fn approval(&self, request_id: &str) -> Result<Option<Value>, TurnGateError> {
+        self.store
+            .approval(request_id)?
+            .map(|a| to_value("approval", &a))
+            .transpose()
+    }
+
+    /// Record `resolution` (`allow_once`, `allow_for_turn`, `deny`, `cancelled`, `expired`)
+    /// for a stored approval, first one wins. This records only; a gate's `resume` re-checks
+    /// the action against the policy and runs it.
+    pub fn resolve(
+        &self,
+        request_id: &str,
+        resolution: &str,
+        reason: &str,
+    ) -> Result<StoreResolveRecord, TurnGateError> {
+        let resolution: ApprovalResolution = resolution
+            .parse()
+            .map_err(|e| TurnGateError::invalid("resolution", e))?;
+        let (recorded, applied) = self.store.resolve(
+            request_id,
+            StoredResolution {
+                resolution,
+                reason: reason.to_owned(),
+            },
+        )?;
+        Ok(StoreResolveRecord {
+            resolution: recorded.resolution.as_str().to_owned(),
+            reason: recorded.reason,
+            applied,
+        })
+    }
+}

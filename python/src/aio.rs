@@ -1,0 +1,175 @@
+//! Running the facade's async work from Python: one tokio runtime owned by the extension, an
+//! asyncio future completed from a tokio task (awaitable variants), and a GIL-free block on the
+//! runtime (blocking variants). Cancelling the asyncio future aborts the Rust task.
+
+use std::future::Future;
+use std::sync::OnceLock;
+
+use pyo3::exceptions::{PyRuntimeError, PyStopAsyncIteration};
+use pyo3::intern;
+use pyo3::prelude::*;
+use tokio::runtime::Runtime;
+use tokio::task::AbortHandle;
+use turngate_ffi::TurnGateError;
+
+use crate::to_py_err;
+
+static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+
+/// The extension's tokio runtime (two worker threads, started on first use).
+pub(crate) fn runtime() -> PyResult<&'static Runtime> {
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("turngate-rt")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| PyRuntimeError::new_err(format!("turngate: cannot start its runtime: {e}")))
+}
+
+/// What a finished Rust task hands back to Python: a value, a facade error, or "end of
+/// iteration" (an async iterator's `None`).
+pub(crate) enum Done<T> {
+    Value(T),
+    Error(TurnGateError),
+    End,
+}
+
+impl<T> From<Result<T, TurnGateError>> for Done<T> {
+    fn from(r: Result<T, TurnGateError>) -> Self {
+        match r {
+            Ok(v) => Done::Value(v),
+            Err(e) => Done::Error(e),
+        }
+    }
+}
+
+type Convert<T> = fn(Python<'_>, T) -> PyResult<Py<PyAny>>;
+
+fn finish<T>(py: Python<'_>, done: Done<T>, convert: Convert<T>) -> PyResult<Py<PyAny>> {
+    match done {
+        Done::Value(v) => convert(py, v),
+        Done::Error(e) => Err(to_py_err(py, e)),
+        Done::End => Err(PyStopAsyncIteration::new_err(())),
+    }
+}
+
+/// Sets an asyncio future's result or exception unless it was cancelled meanwhile; scheduled
+/// on the future's loop with `call_soon_threadsafe`.
+#[pyfunction]
+pub(crate) fn _complete(
+    fut: &Bound<'_, PyAny>,
+    ok: bool,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let py = fut.py();
+    if fut.call_method0(intern!(py, "done"))?.is_truthy()? {
+        return Ok(());
+    }
+    if ok {
+        fut.call_method1(intern!(py, "set_result"), (value,))?;
+    } else {
+        fut.call_method1(intern!(py, "set_exception"), (value,))?;
+    }
+    Ok(())
+}
+
+/// The done-callback of an awaitable: aborts the Rust task when the asyncio future was
+/// cancelled.
+#[pyclass(module = "turngate")]
+pub(crate) struct AbortOnCancel {
+    handle: AbortHandle,
+}
+
+#[pymethods]
+impl AbortOnCancel {
+    fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
+        if fut
+            .call_method0(intern!(fut.py(), "cancelled"))?
+            .is_truthy()?
+        {
+            self.handle.abort();
+        }
+        Ok(())
+    }
+}
+
+/// The running asyncio loop of this thread, or a `RuntimeError` naming `what` (the awaitable
+/// variant must be called from a coroutine).
+pub(crate) fn running_loop<'py>(py: Python<'py>, what: &str) -> PyResult<Bound<'py, PyAny>> {
+    let asyncio = py.import(intern!(py, "asyncio"))?;
+    asyncio
+        .call_method0(intern!(py, "get_running_loop"))
+        .map_err(|_| {
+            PyRuntimeError::new_err(format!(
+                "{what} returns an awaitable and needs a running event loop; call it with \
+                 `await` inside a coroutine, or use {what}_blocking"
+            ))
+        })
+}
+
+/// Run `fut` on the runtime and return an asyncio future of its converted result.
+pub(crate) fn awaitable<'py, T, F>(
+    py: Python<'py>,
+    what: &str,
+    fut: F,
+    convert: Convert<T>,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    T: Send + 'static,
+    F: Future<Output = Done<T>> + Send + 'static,
+{
+    let event_loop = running_loop(py, what)?;
+    let py_fut = event_loop.call_method0(intern!(py, "create_future"))?;
+    let (loop_ref, fut_ref) = (event_loop.unbind(), py_fut.clone().unbind());
+    let complete = wrap_pyfunction!(_complete, py)?.unbind();
+    let task = runtime()?.spawn(async move {
+        let done = fut.await;
+        Python::attach(|py| {
+            let (ok, value) = match finish(py, done, convert) {
+                Ok(v) => (true, v),
+                Err(e) => (false, e.into_value(py).into_any()),
+            };
+            // The loop may be closed by now; then nobody awaits the result.
+            let _ = loop_ref.bind(py).call_method1(
+                intern!(py, "call_soon_threadsafe"),
+                (complete, fut_ref, ok, value),
+            );
+        });
+    });
+    let abort = AbortOnCancel {
+        handle: task.abort_handle(),
+    };
+    py_fut.call_method1(intern!(py, "add_done_callback"), (abort,))?;
+    Ok(py_fut)
+}
+
+/// Run `fut` on the runtime with the GIL released and return its converted result. Refuses to
+/// run inside a running event loop (the loop would stall while an async approver waits on it).
+pub(crate) fn blocking<T, F>(
+    py: Python<'_>,
+    what: &str,
+    fut: F,
+    convert: Convert<T>,
+) -> PyResult<Py<PyAny>>
+where
+    T: Send + 'static,
+    F: Future<Output = Done<T>> + Send + 'static,
+{
+    let asyncio = py.import(intern!(py, "asyncio"))?;
+    if !asyncio
+        .call_method0(intern!(py, "_get_running_loop"))?
+        .is_none()
+    {
+        return Err(PyRuntimeError::new_err(format!(
+            "{what}_blocking would stall the running event loop; use `await {what}(...)`"
+        )));
+    }
+    let rt = runtime()?;
+    let done = py.detach(|| rt.block_on(fut));
+    finish(py, done, convert)
+}
