@@ -45,6 +45,18 @@ pub enum TurnGateError {
         /// The full message.
         message: String,
     },
+    /// An approval could not be opened or resolved (an unknown request, a closed broker).
+    #[error("{message}")]
+    Approval {
+        /// The full message, naming the request.
+        message: String,
+    },
+    /// A command could not be run; nothing ran unconfined.
+    #[error("{message}")]
+    Run {
+        /// The full message, naming the program.
+        message: String,
+    },
     /// An argument was malformed; the message names it.
     #[error("{message}")]
     Invalid {
@@ -74,10 +86,19 @@ impl From<crate::TurnGateError> for TurnGateError {
             crate::TurnGateError::SandboxUnavailable { message } => {
                 TurnGateError::SandboxUnavailable { message }
             }
+            crate::TurnGateError::Approval { message } => TurnGateError::Approval { message },
+            crate::TurnGateError::Run { message } => TurnGateError::Run { message },
             other => TurnGateError::Invalid {
                 message: other.message().to_owned(),
             },
         }
+    }
+}
+
+/// A foreign approver that threw something other than a `TurnGateError`.
+impl From<uniffi::UnexpectedUniFFICallbackError> for TurnGateError {
+    fn from(e: uniffi::UnexpectedUniFFICallbackError) -> Self {
+        TurnGateError::Approval { message: e.reason }
     }
 }
 
@@ -425,4 +446,465 @@ pub fn scope_from_action(
 #[uniffi::export]
 pub fn scope_hash(scope: String) -> Result<String> {
     Ok(reduce::scope_hash(parse("scope", &scope)?)?)
+}
+
+// ---- gate, approver, broker, store -----------------------------------------------------------
+
+/// One tool call presented to the gate.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct Invocation {
+    /// The action kind's wire name.
+    pub kind: String,
+    /// The target (path, command line, URL or `host:port`, `server/tool`, name).
+    pub target: String,
+    /// The tool's name.
+    #[uniffi(default = None)]
+    pub tool: Option<String>,
+    /// The turn item id (audit rows).
+    #[uniffi(default = None)]
+    pub item_id: Option<String>,
+    /// The tool call id (audit rows).
+    #[uniffi(default = None)]
+    pub tool_id: Option<String>,
+    /// For shell commands: the working directory.
+    #[uniffi(default = None)]
+    pub cwd: Option<String>,
+}
+
+impl From<Invocation> for crate::InvocationRecord {
+    fn from(i: Invocation) -> Self {
+        crate::InvocationRecord {
+            kind: i.kind,
+            target: i.target,
+            tool: i.tool,
+            item_id: i.item_id,
+            tool_id: i.tool_id,
+            cwd: i.cwd,
+        }
+    }
+}
+
+/// A refusal, shaped as a tool result the model can adapt to.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct Denial {
+    /// The refused action.
+    pub action: Action,
+    /// Why, in words.
+    pub reason: String,
+    /// The verdict behind it, when the policy denied.
+    pub verdict: Option<Verdict>,
+    /// The text to hand the model as the tool's result.
+    pub tool_result: String,
+}
+
+impl From<crate::DenialRecord> for Denial {
+    fn from(d: crate::DenialRecord) -> Self {
+        Denial {
+            action: Action {
+                kind: d.kind,
+                target: d.target,
+                tool: d.tool,
+            },
+            reason: d.reason,
+            verdict: d.verdict.map(Verdict::from),
+            tool_result: d.tool_result,
+        }
+    }
+}
+
+/// What the gate decided for one call.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Enum)]
+pub enum Authorization {
+    /// Run the action (the one evaluated, or the approver's modified one, re-checked).
+    Allowed {
+        /// The action to run (canonical target).
+        action: Action,
+        /// The verdict that allowed it (for an approved ask: the ask verdict).
+        verdict: Verdict,
+        /// True when an `allow_for_turn` grant answered without a prompt.
+        cached_approval: bool,
+        /// Remembered rules that passed the re-check (for the caller to persist).
+        remember: Vec<Rule>,
+    },
+    /// Refused.
+    Denied {
+        /// The refusal.
+        denial: Denial,
+    },
+    /// Deferred: the `TurnPermissionApprovalRequest` (JSON) is persisted in the store.
+    Deferred {
+        /// The request, exactly as shown.
+        request: String,
+    },
+}
+
+impl From<crate::AuthorizationRecord> for Authorization {
+    fn from(a: crate::AuthorizationRecord) -> Self {
+        match a {
+            crate::AuthorizationRecord::Allowed {
+                kind,
+                target,
+                tool,
+                verdict,
+                cached_approval,
+                remember,
+            } => Authorization::Allowed {
+                action: Action { kind, target, tool },
+                verdict: verdict.into(),
+                cached_approval,
+                remember: remember.into_iter().map(Rule::from).collect(),
+            },
+            crate::AuthorizationRecord::Denied(d) => Authorization::Denied { denial: d.into() },
+            crate::AuthorizationRecord::Deferred { request } => Authorization::Deferred {
+                request: request.to_string(),
+            },
+        }
+    }
+}
+
+/// An ask, as an approver sees it.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct ApprovalAsk {
+    /// The request id.
+    pub request_id: String,
+    /// The turn id.
+    pub turn_id: String,
+    /// The normalized scope's hash.
+    pub scope_hash: String,
+    /// The action that runs when approved.
+    pub action: Action,
+    /// The ask verdict's reason (`ask_rule`, `default`, ...).
+    pub reason: String,
+    /// The `TurnPermissionApprovalRequest` exactly as shown (JSON).
+    pub request: String,
+}
+
+fn text_of(v: &Value, path: &[&str]) -> String {
+    path.iter()
+        .try_fold(v, |v, k| v.get(k))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+impl ApprovalAsk {
+    fn from_context(ctx: &Value) -> Self {
+        let tool = ctx
+            .get("action")
+            .and_then(|a| a.get("tool"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        ApprovalAsk {
+            request_id: text_of(ctx, &["request", "id"]),
+            turn_id: text_of(ctx, &["request", "turn_id"]),
+            scope_hash: text_of(ctx, &["request", "scope_hash"]),
+            action: Action {
+                kind: text_of(ctx, &["action", "kind"]),
+                target: text_of(ctx, &["action", "target"]),
+                tool,
+            },
+            reason: text_of(ctx, &["verdict", "reason"]),
+            request: ctx.get("request").cloned().unwrap_or_default().to_string(),
+        }
+    }
+}
+
+/// An approver's answer. Whatever it says, the gate re-checks it against the policy.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Enum)]
+pub enum Decision {
+    /// Run the action, or `modified` instead; remember `remember` for the run.
+    Approve {
+        /// A rewritten action to run instead.
+        modified: Option<Action>,
+        /// Rules to remember for the rest of the run.
+        remember: Vec<Rule>,
+    },
+    /// Refuse, with a reason the model can adapt to.
+    Deny {
+        /// Why.
+        reason: String,
+    },
+    /// Persist the request and pause.
+    Defer,
+}
+
+impl From<Decision> for crate::DecisionRecord {
+    fn from(d: Decision) -> Self {
+        let rule = |r: Rule| crate::RuleRecord {
+            kind: r.kind,
+            effect: r.effect.into(),
+            pattern: r.pattern,
+            tool: r.tool,
+        };
+        match d {
+            Decision::Approve { modified, remember } => crate::DecisionRecord::Approve {
+                modified: modified.map(|a| crate::ActionRecord {
+                    kind: a.kind,
+                    target: a.target,
+                    tool: a.tool,
+                }),
+                remember: remember.into_iter().map(rule).collect(),
+            },
+            Decision::Deny { reason } => crate::DecisionRecord::Deny { reason },
+            Decision::Defer => crate::DecisionRecord::Defer,
+        }
+    }
+}
+
+/// The approver, implemented in Swift as an `async` method. It may never answer (the run stays
+/// pending, other turns go on); a thrown error is a denial carrying its text.
+#[uniffi::export(with_foreign)]
+#[async_trait::async_trait]
+pub trait Approver: Send + Sync {
+    /// Decide one ask.
+    async fn decide(&self, ask: ApprovalAsk) -> Result<Decision>;
+}
+
+struct ForeignBridge(Arc<dyn Approver>);
+
+impl crate::ForeignApprover for ForeignBridge {
+    fn decide(&self, request: Value) -> crate::ForeignDecisionFuture {
+        let inner = Arc::clone(&self.0);
+        let ask = ApprovalAsk::from_context(&request);
+        Box::pin(async move {
+            inner
+                .decide(ask)
+                .await
+                .map(crate::DecisionRecord::from)
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+/// Which approver a gate asks: a Swift one, a built-in, or a broker.
+#[derive(Debug, uniffi::Object)]
+pub struct GateApprover {
+    handle: crate::ApproverHandle,
+}
+
+#[uniffi::export]
+impl GateApprover {
+    /// A foreign (Swift) approver.
+    #[uniffi::constructor]
+    pub fn foreign(approver: Arc<dyn Approver>) -> Arc<Self> {
+        Arc::new(GateApprover {
+            handle: crate::ApproverHandle::foreign(Arc::new(ForeignBridge(approver))),
+        })
+    }
+
+    /// A built-in approver: `approve_all`, `deny_all` or `defer_all`.
+    #[uniffi::constructor]
+    pub fn builtin(name: String) -> Result<Arc<Self>> {
+        Ok(Arc::new(GateApprover {
+            handle: crate::ApproverHandle::builtin(&name)?,
+        }))
+    }
+
+    /// Route asks to `broker` (a UI answers with `respond`); each request expires after
+    /// `timeout_ms` when given.
+    #[uniffi::constructor]
+    pub fn broker(broker: Arc<Broker>, timeout_ms: Option<u64>) -> Arc<Self> {
+        Arc::new(GateApprover {
+            handle: crate::ApproverHandle::broker(&broker.handle, timeout_ms),
+        })
+    }
+}
+
+/// The durable audit and approval store (SQLite).
+#[derive(Debug, uniffi::Object)]
+pub struct Store {
+    handle: Arc<crate::StoreHandle>,
+}
+
+#[uniffi::export]
+impl Store {
+    /// Open (creating if needed) the store at `path`.
+    #[uniffi::constructor]
+    pub fn open(path: String) -> Result<Arc<Self>> {
+        Ok(Arc::new(Store {
+            handle: crate::StoreHandle::open(&path)?,
+        }))
+    }
+
+    /// The events of `turn_id` in seq order (JSON list of `TurnPermissionAuditEvent`).
+    pub fn replay(&self, turn_id: String) -> Result<String> {
+        Ok(self.handle.replay(&turn_id)?.to_string())
+    }
+
+    /// Every turn id with events, oldest first.
+    pub fn turns(&self) -> Result<Vec<String>> {
+        Ok(self.handle.turns()?)
+    }
+
+    /// Every stored approval without a resolution (JSON list of `{"request", "action"}`).
+    pub fn pending_approvals(&self) -> Result<String> {
+        Ok(self.handle.pending_approvals()?.to_string())
+    }
+}
+
+/// What `respond` did.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct RespondOutcome {
+    /// The recorded `ApprovalOutcome` (JSON): this response's, or the earlier one that won.
+    pub outcome: String,
+    /// True when this response is the one recorded.
+    pub applied: bool,
+}
+
+/// The approval broker a UI answers through.
+#[derive(Debug, uniffi::Object)]
+pub struct Broker {
+    handle: Arc<crate::BrokerHandle>,
+}
+
+#[uniffi::export]
+impl Broker {
+    /// A broker that re-checks allows against `policy`.
+    #[uniffi::constructor]
+    pub fn new(policy: Arc<Policy>) -> Arc<Self> {
+        Arc::new(Broker {
+            handle: crate::BrokerHandle::new(&policy.handle),
+        })
+    }
+
+    /// Subscribe to the `requested`/`resolved` notifications.
+    pub fn subscribe(&self) -> Arc<Subscription> {
+        Arc::new(Subscription {
+            handle: self.handle.subscribe(),
+        })
+    }
+
+    /// Resolve request `id` with `allow_once`, `allow_for_turn`, `deny`, `cancelled` or
+    /// `expired`. The first resolution wins.
+    pub fn respond(&self, id: String, resolution: String) -> Result<RespondOutcome> {
+        let r = self.handle.respond(&id, &resolution)?;
+        Ok(RespondOutcome {
+            outcome: r.outcome.to_string(),
+            applied: r.applied,
+        })
+    }
+
+    /// The open requests (JSON list of `TurnPermissionApprovalRequest`).
+    pub fn pending_requests(&self) -> Result<String> {
+        Ok(self.handle.pending_requests()?.to_string())
+    }
+
+    /// Whether `turn_id` holds an `allow_for_turn` grant for `scope_hash`.
+    pub fn has_grant(&self, turn_id: String, scope_hash: String) -> bool {
+        self.handle.has_grant(&turn_id, &scope_hash)
+    }
+
+    /// Close the broker: pending requests are cancelled, subscriptions end.
+    pub fn close(&self) {
+        self.handle.close();
+    }
+}
+
+/// A notification subscription; releasing it cancels it.
+#[derive(Debug, uniffi::Object)]
+pub struct Subscription {
+    handle: crate::SubscriptionHandle,
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl Subscription {
+    /// The next notification (`{"method", "params"}` JSON), or none once it has ended.
+    pub async fn next(&self) -> Result<Option<String>> {
+        Ok(self.handle.next().await?.map(|v| v.to_string()))
+    }
+
+    /// End the subscription now.
+    pub fn cancel(&self) {
+        self.handle.cancel();
+    }
+}
+
+/// The gate of one turn.
+#[derive(Debug, uniffi::Object)]
+pub struct Gate {
+    handle: Arc<crate::GateHandle>,
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl Gate {
+    /// A gate for `turn_id` under a `TurnExecutionSecuritySnapshot` (JSON), recording to
+    /// `store`, asking `approver`, honouring `allow_for_turn` grants recorded by `broker`.
+    #[uniffi::constructor]
+    pub fn new(
+        turn_id: String,
+        snapshot: String,
+        store: Arc<Store>,
+        approver: Arc<GateApprover>,
+        broker: Option<Arc<Broker>>,
+    ) -> Result<Arc<Self>> {
+        let handle = crate::GateHandle::new(
+            &turn_id,
+            parse("snapshot", &snapshot)?,
+            &store.handle,
+            &approver.handle,
+            broker.as_deref().map(|b| &*b.handle),
+        )?;
+        Ok(Arc::new(Gate { handle }))
+    }
+
+    /// The turn id.
+    pub fn turn_id(&self) -> String {
+        self.handle.turn_id()
+    }
+
+    /// Evaluate one call with the checker of its kind, without recording or asking.
+    pub fn evaluate(&self, invocation: Invocation) -> Result<Verdict> {
+        Ok(self.handle.evaluate(&invocation.into())?.verdict.into())
+    }
+
+    /// Decide one call: evaluate, consult grants, ask the approver on ask, re-check, record.
+    pub async fn authorize(&self, invocation: Invocation) -> Result<Authorization> {
+        Ok(self.handle.authorize(&invocation.into()).await?.into())
+    }
+
+    /// Decide a deferred request (possibly persisted by another process), re-checked.
+    pub fn resume(&self, request_id: String, decision: Decision) -> Result<Authorization> {
+        Ok(self.handle.resume(&request_id, &decision.into())?.into())
+    }
+
+    /// Grant `scope_hash` for the rest of the turn.
+    pub fn grant_for_turn(&self, scope_hash: String) {
+        self.handle.grant_for_turn(&scope_hash);
+    }
+}
+
+// ---- measurement -----------------------------------------------------------------------------
+
+/// Native baseline for the Swift bench: the median over `rounds` rounds of the mean ns per
+/// `check(kind, target)` in a Rust loop of `iterations` calls, measured inside the library so
+/// that Swift's per-call figure can be compared in the same run. Measures; decides nothing.
+#[uniffi::export]
+pub fn bench_native_check_ns(
+    policy: Arc<Policy>,
+    kind: String,
+    target: String,
+    iterations: u64,
+    rounds: u32,
+) -> Result<f64> {
+    let kind = crate::parse_kind(&kind)?;
+    let mut per_round = Vec::new();
+    for _ in 0..rounds.max(1) {
+        let start = std::time::Instant::now();
+        for _ in 0..iterations.max(1) {
+            std::hint::black_box(policy.handle.check_kind(
+                std::hint::black_box(kind),
+                std::hint::black_box(&target),
+                None,
+            ));
+        }
+        per_round.push(start.elapsed().as_nanos() as f64 / iterations.max(1) as f64);
+    }
+    per_round.sort_by(f64::total_cmp);
+    Ok(per_round[per_round.len() / 2])
+}
+
+/// The FFI floor for the Swift bench: a call with two strings that does nothing with them.
+#[uniffi::export]
+pub fn bench_noop(kind: String, target: String) -> u64 {
+    (kind.len() + target.len()) as u64
 }
