@@ -873,6 +873,230 @@ impl Gate {
     }
 }
 
+// ---- checkers -------------------------------------------------------------------------------
+
+/// An environment variable as raw bytes (non-UTF-8 names and values survive the boundary).
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct EnvVar {
+    /// The name's bytes.
+    pub name: Vec<u8>,
+    /// The value's bytes.
+    pub value: Vec<u8>,
+}
+
+/// An environment variable the filter dropped.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct DroppedVar {
+    /// The name (invalid UTF-8 replaced).
+    pub name: String,
+    /// Why: `secret_name`, `credential_value`, `injection`, `invalid_encoding`,
+    /// `not_inherited`, `rebuilt`.
+    pub reason: String,
+}
+
+/// The filtered environment.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct FilteredEnv {
+    /// The variables kept (PATH and PWD rebuilt).
+    pub vars: Vec<EnvVar>,
+    /// The variables dropped, with the reason.
+    pub dropped: Vec<DroppedVar>,
+}
+
+impl From<crate::check::FilteredEnvRecord> for FilteredEnv {
+    fn from(e: crate::check::FilteredEnvRecord) -> Self {
+        FilteredEnv {
+            vars: e
+                .vars
+                .into_iter()
+                .map(|(name, value)| EnvVar { name, value })
+                .collect(),
+            dropped: e
+                .dropped
+                .into_iter()
+                .map(|d| DroppedVar {
+                    name: d.name,
+                    reason: d.reason,
+                })
+                .collect(),
+        }
+    }
+}
+
+fn env_pairs(vars: Vec<EnvVar>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    vars.into_iter().map(|v| (v.name, v.value)).collect()
+}
+
+/// What the file checker decided for one path.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct FileCheck {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The lexically normalized absolute path, when the input was a valid path.
+    pub lexical: Option<String>,
+    /// The path with symlinks resolved, when it could be resolved.
+    pub resolved: Option<String>,
+    /// The root it lies under, when any.
+    pub root: Option<String>,
+}
+
+/// What the network checker decided for one target.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct NetworkCheck {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The canonical host, when the target parsed.
+    pub host: Option<String>,
+    /// The port (explicit or the scheme's default).
+    pub port: Option<u16>,
+    /// `host:port` (IPv6 bracketed), when there is a port.
+    pub host_port: Option<String>,
+    /// The URL scheme, for a URL target.
+    pub scheme: Option<String>,
+    /// The address class of the host (`public`, `loopback`, `private`, `metadata`, ...).
+    pub address_class: Option<String>,
+}
+
+/// What the shell parser found in a command line.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct ParsedCommandLine {
+    /// Every simple command's program (wrappers and `sh -c` strings included).
+    pub programs: Vec<String>,
+    /// Constructs that cannot be resolved statically.
+    pub unresolved: Vec<String>,
+    /// True when the line is plain words.
+    pub plain: bool,
+}
+
+/// How a command line would be spawned.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct SpawnPlan {
+    /// The verdict of the whole line.
+    pub verdict: Verdict,
+    /// The argv to execute.
+    pub argv: Vec<String>,
+    /// The working directory.
+    pub cwd: String,
+    /// The filtered environment passed to the child.
+    pub env: FilteredEnv,
+    /// The timeout in milliseconds, when capped.
+    pub timeout_ms: Option<u64>,
+    /// Whether the snapshot requires a sandbox for it.
+    pub sandbox_required: bool,
+    /// Shell constructs that cannot be resolved statically.
+    pub unresolved: Vec<String>,
+}
+
+/// Check a file path (`file_read`/`file_write`) under a `TurnSandboxSnapshot` (JSON) and
+/// `policy`.
+#[uniffi::export]
+pub fn check_file(
+    sandbox: String,
+    policy: Arc<Policy>,
+    kind: String,
+    path: String,
+    tool: Option<String>,
+) -> Result<FileCheck> {
+    let r = crate::check::check_file(
+        parse("sandbox", &sandbox)?,
+        &policy.handle,
+        &kind,
+        &path,
+        tool.as_deref(),
+    )?;
+    Ok(FileCheck {
+        verdict: r.verdict.into(),
+        lexical: r.lexical,
+        resolved: r.resolved,
+        root: r.root,
+    })
+}
+
+/// Check a network target (URL or `host[:port]`) under a `TurnNetworkPolicySnapshot` (JSON)
+/// and `policy`, without resolving it.
+#[uniffi::export]
+pub fn check_network(
+    network: String,
+    policy: Arc<Policy>,
+    target: String,
+    tool: Option<String>,
+) -> Result<NetworkCheck> {
+    let r = crate::check::check_network(
+        parse("network", &network)?,
+        &policy.handle,
+        &target,
+        tool.as_deref(),
+    )?;
+    Ok(NetworkCheck {
+        verdict: r.verdict.into(),
+        host: r.host,
+        port: r.port,
+        host_port: r.host_port,
+        scheme: r.scheme,
+        address_class: r.address_class,
+    })
+}
+
+/// What the shell parser finds in a command line.
+#[uniffi::export]
+pub fn parse_command_line(line: String) -> ParsedCommandLine {
+    let r = crate::check::parse_command_line(&line);
+    ParsedCommandLine {
+        programs: r.programs,
+        unresolved: r.unresolved,
+        plain: r.plain,
+    }
+}
+
+/// The spawn plan of a command line under a `TurnSandboxSnapshot` and a
+/// `TurnProcessPolicySnapshot` (JSON) and `policy`.
+#[uniffi::export]
+#[allow(clippy::too_many_arguments)] // one flat call for Swift: the request's fields are arguments
+pub fn plan_spawn(
+    sandbox: String,
+    process: String,
+    policy: Arc<Policy>,
+    command_line: String,
+    cwd: Option<String>,
+    env: Vec<EnvVar>,
+    timeout_ms: Option<u64>,
+    tool: Option<String>,
+) -> Result<SpawnPlan> {
+    let r = crate::check::plan_spawn(
+        parse("sandbox", &sandbox)?,
+        parse("process", &process)?,
+        &policy.handle,
+        crate::check::SpawnPlanRequest {
+            command_line,
+            cwd,
+            env: env_pairs(env),
+            timeout_ms,
+            tool,
+        },
+    )?;
+    Ok(SpawnPlan {
+        verdict: r.verdict.into(),
+        argv: r.argv,
+        cwd: r.cwd,
+        env: r.env.into(),
+        timeout_ms: r.timeout_ms,
+        sandbox_required: r.sandbox_required,
+        unresolved: r.unresolved,
+    })
+}
+
+/// Filter an environment for a child in `cwd` under inheritance `mode` (`all`, `filtered`,
+/// `none`); `untrusted_path_roots` are removed from PATH.
+#[uniffi::export]
+pub fn filter_env(
+    vars: Vec<EnvVar>,
+    mode: String,
+    cwd: String,
+    untrusted_path_roots: Vec<String>,
+) -> Result<FilteredEnv> {
+    Ok(crate::check::filter_env(env_pairs(vars), &mode, &cwd, &untrusted_path_roots)?.into())
+}
+
 // ---- measurement -----------------------------------------------------------------------------
 
 /// Native baseline for the Swift bench: the median over `rounds` rounds of the mean ns per

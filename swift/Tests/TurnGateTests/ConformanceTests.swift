@@ -11,11 +11,7 @@ let repoRoot = URL(fileURLWithPath: #filePath)
 let conformanceDir = repoRoot.appendingPathComponent("tests/conformance")
 
 /// Suites on disk this runner does not run, each with the reason.
-let notRunHere: [String: String] = [
-    "checkers_env": "the checker wrappers of the facade (bindings/src/check.rs) are not exported through UniFFI yet",
-    "checkers_network": "the checker wrappers of the facade (bindings/src/check.rs) are not exported through UniFFI yet",
-    "checkers_shell": "the checker wrappers of the facade (bindings/src/check.rs) are not exported through UniFFI yet",
-]
+let notRunHere: [String: String] = [:]
 
 struct VectorFile {
     let name: String
@@ -250,11 +246,111 @@ final class ConformanceTests: XCTestCase {
         }
     }
 
+    // ---- checker suites (the document's defaults/policy apply to every vector) -------------
+
+    func runWithDoc(_ suite: String, _ body: (JSON, JSON) throws -> Void) throws {
+        var count = 0
+        for file in try vectorFiles() where file.suite == suite {
+            for (i, v) in (file.doc["vectors"]?.array ?? []).enumerated() {
+                count += 1
+                do { try body(file.doc, v) } catch { XCTFail("\(file.name)[\(i)] \(v["why"]?.string ?? ""): \(error)") }
+            }
+        }
+        XCTAssertGreaterThan(count, 0, "no vectors for suite \(suite)")
+        print("conformance \(suite): \(count) vectors")
+    }
+
+    func testCheckersNetworkSuite() throws {
+        try runWithDoc("checkers_network") { doc, v in
+            guard case var .object(net)? = doc["defaults"]?["network"], let target = v["target"]?.string,
+                let expect = v["expect"], let policyJSON = v["policy"] ?? doc["defaults"]?["policy"]
+            else { throw VectorFailure("malformed vector") }
+            if case let .object(overrides)? = v["network"] { net.merge(overrides) { $1 } }
+            let policy = try Policy.fromJson(text: policyJSON.text, origin: nil)
+            let got = try checkNetwork(network: JSON.object(net).text, policy: policy, target: target, tool: nil)
+            try require(got.verdict.effect.description == expect["effect"]?.string, "effect: got \(got.verdict), want \(expect.text)")
+            if let reason = expect["reason"]?.string {
+                try require(got.verdict.reason == reason, "reason: got \(got.verdict.reason), want \(reason)")
+            }
+        }
+    }
+
+    func testCheckersShellSuite() throws {
+        let process = """
+            {"shell_enabled": true, "inherit_stdin": false, "inherit_session": false, "env": "filtered",
+             "max_duration_ms": 1000, "denied_commands": [], "allowed_command_families": []}
+            """
+        let cwd = FileManager.default.temporaryDirectory.resolvingSymlinksInPath().path
+        let sandbox = JSON.object([
+            "mode": .string("unrestricted"), "cwd": .string(cwd), "filesystem": .object(["entries": .array([])]),
+            "tmp": .string("host"),
+            "network": .object([
+                "mode": .string("enabled"), "allowed_domains": .array([]), "denied_domains": .array([]),
+                "allow_localhost": .bool(false), "allow_unix_sockets": .bool(false), "allowed_tcp_ports": .array([]),
+            ]),
+            "backend_requirement": .string("optional"), "backend_preference": .string("none"),
+        ]).text
+        try runWithDoc("checkers_shell") { doc, v in
+            guard let policyJSON = doc["policy"], let line = v["line"]?.string, let expect = v["expect"],
+                let effect = expect["effect"]?.string
+            else { throw VectorFailure("malformed vector") }
+            let policy = try Policy.fromJson(text: policyJSON.text, origin: nil)
+            // The explanation and the enforced plan must agree.
+            try require(try policy.check("shell_command", line).description == effect, "explain disagrees with \(effect)")
+            let plan = try planSpawn(
+                sandbox: sandbox, process: process, policy: policy, commandLine: line, cwd: nil, env: [],
+                timeoutMs: nil, tool: nil)
+            try require(plan.verdict.effect.description == effect, "plan gave \(plan.verdict), want \(effect)")
+            let parsed = parseCommandLine(line: line)
+            for p in expect["programs_include"]?.array ?? [] {
+                try require(parsed.programs.contains(p.string ?? ""), "program \(p.text) not reported: \(parsed)")
+            }
+            if let unresolved = expect["unresolved_include"]?.array {
+                if unresolved.isEmpty { try require(parsed.unresolved.isEmpty, "expected nothing unresolved: \(parsed)") }
+                for u in unresolved {
+                    try require(parsed.unresolved.contains(u.string ?? ""), "unresolved \(u.text) not reported: \(parsed)")
+                }
+            }
+        }
+    }
+
+    func bytes(_ v: JSON?) throws -> Data {
+        if let s = v?.string { return Data(s.utf8) }
+        guard let hex = v?["hex"]?.string, hex.count % 2 == 0 else { throw VectorFailure("bad text \(v?.text ?? "nil")") }
+        var out = Data()
+        var i = hex.startIndex
+        while i < hex.endIndex {
+            let j = hex.index(i, offsetBy: 2)
+            guard let b = UInt8(hex[i..<j], radix: 16) else { throw VectorFailure("bad hex \(hex)") }
+            out.append(b)
+            i = j
+        }
+        return out
+    }
+
+    func testCheckersEnvSuite() throws {
+        try runWithDoc("checkers_env") { _, v in
+            let name = try bytes(v["name"]), value = try bytes(v["value"])
+            guard let expect = v["expect"], case let .bool(kept)? = expect["kept"], let m = v["mode"]?.string else {
+                throw VectorFailure("malformed vector")
+            }
+            let mode = (m == "all" || m == "none") ? m : "filtered"
+            let env = try filterEnv(vars: [EnvVar(name: name, value: value)], mode: mode, cwd: "/w", untrustedPathRoots: [])
+            let gotKept = env.vars.contains { $0.name == name }
+            let reason = env.dropped.first?.reason
+            try require(gotKept == kept, "kept=\(gotKept) reason=\(reason ?? "nil")")
+            if let want = expect["reason"]?.string {
+                try require(reason == want, "kept=\(gotKept) reason=\(reason ?? "nil"), want \(want)")
+            }
+        }
+    }
+
     // ---- the runner covers every file --------------------------------------------------------
 
     static let runSuites: Set<String> = [
         "policy", "policy_serde", "snapshot_resolve", "snapshot_cap", "snapshot_prompt",
-        "snapshot_runtime", "reducer", "scope_hash",
+        "snapshot_runtime", "reducer", "scope_hash", "checkers_network", "checkers_shell",
+        "checkers_env", "gate",
     ]
 
     func testEverySuiteOnDiskIsRunOrListedWithAReason() throws {
