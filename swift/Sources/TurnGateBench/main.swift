@@ -32,3 +32,8 @@ for (kind, target) in cases {
 var total: UInt64 = 0
 let floor = nsPerCall(iterations: n) { total &+= benchNoop(kind: "file_read", target: "src/main.rs") }
 print(String(format: "FFI floor (no-op call, two strings): %.1f ns/call", floor), total > 0 ? "" : " ")
+
+// The batch API amortizes the crossing: one call for many actions.
+let batch = (0..<100).map { Action(kind: "file_read", target: $0 % 2 == 0 ? "src/main.rs" : "config/.env", tool: nil) }
+let perBatch = try nsPerCall(iterations: 2_000) { _ = try policy.checkBatch(actions: batch) }
+print(String(format: "check_batch of 100 from Swift: %.1f ns/action", perBatch / 100))
