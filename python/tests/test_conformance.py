@@ -306,6 +306,74 @@ def run_checkers_env(doc: dict[str, Any], v: dict[str, Any]) -> None:
         assert reason == expect["reason"], f"kept={kept} reason={reason}"
 
 
+# ---- suite gate ------------------------------------------------------------------------------
+
+
+def run_gate(v: dict[str, Any]) -> None:
+    """Selection + workspace + calls with scripted answers -> outcomes and audit rows, exactly
+    as core/tests/gate_conformance.rs runs them (a BrokerApprover answered by a subscriber)."""
+    import asyncio
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for path, content in (v.get("files") or {}).items():
+            p = Path(tmp) / path
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(content)
+        for link, target in (v.get("symlinks") or {}).items():
+            p = Path(tmp) / link
+            p.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(target, p)
+        root = str(Path(tmp).resolve())
+        platform = {
+            "os": "linux", "landlock_abi": 7, "seccomp": True, "user_namespaces": True,
+            "seatbelt": False, "restricted_token": False,
+        }
+        ctx = {"workspace_root": root, "execution_backend": "native", "platform": platform}
+        snapshot = turngate.resolve(v["selection"], ctx)
+        store = turngate.Store(str(Path(tmp) / "audit.db"))
+        broker = turngate.Broker(
+            turngate.Policy.from_dict(snapshot["permission_profile"]["effective_policy"])
+        )
+        gate = turngate.Gate("turn-1", snapshot, store, broker, broker=broker)
+
+        async def main() -> None:
+            answers: list[str] = []
+            asked = [0]
+            sub = broker.subscribe()
+
+            async def responder() -> None:
+                async for n in sub:
+                    if n["method"] == "turn/permission/request/requested":
+                        asked[0] += 1
+                        broker.respond(n["params"]["id"], answers.pop(0) if answers else "deny")
+
+            task = asyncio.ensure_future(responder())
+            for i, step in enumerate(v["steps"]):
+                if "answer" in step:
+                    answers.append(step["answer"])
+                before = asked[0]
+                auth = await gate.authorize(step["kind"], step["target"], tool=step.get("tool"))
+                got: dict[str, Any] = {
+                    "outcome": auth.outcome,
+                    "cached": auth.cached_approval,
+                    "reason": auth.verdict.reason if auth.verdict is not None else None,
+                    "asked": asked[0] > before,
+                }
+                for key, want in step["expect"].items():
+                    assert got[key] == want, f"step {i}: {key}: expected {want}, got {got}"
+            sub.cancel()
+            task.cancel()
+
+        asyncio.run(main())
+        rows = [
+            [e["kind"], e.get("decision"), e["cached_approval_used"]]
+            for e in store.replay("turn-1")
+        ]
+        assert rows == v["expect_audit"], f"audit rows: expected {v['expect_audit']}, got {rows}"
+
+
 CHECKER_RUNNERS: dict[str, Callable[[dict[str, Any], dict[str, Any]], None]] = {
     "checkers_network": run_checkers_network,
     "checkers_shell": run_checkers_shell,
@@ -322,6 +390,7 @@ RUNNERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "snapshot_runtime": run_snapshot_runtime,
     "reducer": run_reducer,
     "scope_hash": run_scope_hash,
+    "gate": run_gate,
 }
 
 

@@ -120,12 +120,21 @@ def test_a_malformed_answer_is_a_denial_naming_it(workspace: Path, store: Store)
     assert auth.reason is not None and "returned 42" in auth.reason
 
 
-def test_an_approval_cannot_cross_a_deny(workspace: Path, store: Store) -> None:
+def test_a_denied_write_never_reaches_the_approver(workspace: Path, store: Store) -> None:
+    # An absolute deny pattern for a path inside the workspace denies before any approver is
+    # asked (the checker judges both spellings of the path).
     snap = _with_rule(_snapshot(workspace), "file_write", "deny", f"{workspace}/locked/**")
-    gate = Gate("t1", snap, store, "approve_all")
+    asked: list[JSON] = []
+
+    def approver(ask: JSON) -> Decision:
+        asked.append(ask)
+        return Decision.approve()
+
+    gate = Gate("t1", snap, store, approver)
     auth = gate.authorize_blocking("file_write", str(workspace / "locked" / "a"))
     assert auth.outcome == "denied"
-    assert auth.reason is not None and "an approval cannot override a deny" in auth.reason
+    assert auth.verdict is not None and auth.verdict.reason == "deny_rule"
+    assert asked == []
 
 
 def test_a_never_answering_approver_leaves_the_request_pending_without_blocking(

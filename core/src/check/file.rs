@@ -270,12 +270,29 @@ impl<'a> FilePolicyChecker<'a> {
         let (Some(lexical_form), Some(resolved_form)) = (lexical_form, resolved_form) else {
             return self.deny(Reason::InvalidTarget, Some(lexical), Some(resolved));
         };
-        // Without a symlink both spellings are equal; evaluate it once.
-        let policy = if lexical_form == resolved_form {
-            self.policy.explain_forms(kind, &[&lexical_form], tool)
+        // Each form is judged in both spellings (workspace-relative and absolute), so a rule
+        // written either way applies; without a symlink both forms are equal: evaluate once.
+        let (Some(lexical_abs), Some(resolved_abs)) = (lexical.to_str(), resolved.to_str()) else {
+            return self.deny(Reason::InvalidTarget, Some(lexical), Some(resolved));
+        };
+        let lex_pair = [lexical_form.as_str(), lexical_abs];
+        let res_pair = [resolved_form.as_str(), resolved_abs];
+        let lex = if lexical_abs == lexical_form {
+            &lex_pair[1..]
+        } else {
+            &lex_pair[..]
+        };
+        let res = if resolved_abs == resolved_form {
+            &res_pair[1..]
+        } else {
+            &res_pair[..]
+        };
+        let policy = if lex == res {
+            self.policy.explain_path(kind, lex, tool)
         } else {
             self.policy
-                .explain_forms(kind, &[&lexical_form, &resolved_form], tool)
+                .explain_path(kind, lex, tool)
+                .stricter(self.policy.explain_path(kind, res, tool))
         };
         let verdict = match floor {
             Some(floor) => floor.stricter(policy),

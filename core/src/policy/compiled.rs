@@ -2,6 +2,7 @@
 //! multi-pattern regex sets, evaluated by the one function [`CompiledPolicy::explain`].
 //! `check` is `explain(..).effect`. Nothing here is recompiled per call.
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::sync::Arc;
 
@@ -296,6 +297,44 @@ impl CompiledPolicy {
             });
         }
         verdict.unwrap_or_else(|| self.invalid_target())
+    }
+
+    /// Evaluate one file target given in several spellings of the same path (the
+    /// workspace-relative and the absolute one): every spelling and its basename are
+    /// candidates of one evaluation, so a deny or ask rule written in either spelling applies.
+    pub fn explain_path(
+        &self,
+        kind: ActionKind,
+        spellings: &[&str],
+        tool: Option<&str>,
+    ) -> Verdict {
+        if !kind.is_file() || spellings.is_empty() {
+            return self.invalid_target();
+        }
+        let mut normalized = Vec::with_capacity(spellings.len());
+        for spelling in spellings {
+            match normalize_path_lexically(spelling) {
+                Ok(p) => normalized.push(p),
+                Err(_) => return self.invalid_target(),
+            }
+        }
+        let folded: Vec<Cow<'_, str>> = normalized.iter().map(|p| fold_case(p)).collect();
+        let mut exact: Vec<&str> = Vec::with_capacity(normalized.len() * 2);
+        let mut fold: Vec<&str> = Vec::with_capacity(normalized.len() * 2);
+        for (p, f) in normalized.iter().zip(&folded) {
+            exact.push(p);
+            fold.push(f);
+        }
+        for (p, f) in normalized.iter().zip(&folded) {
+            let (base, folded_base) = (basename(p), basename(f));
+            if !exact.contains(&base) {
+                exact.push(base);
+            }
+            if !fold.contains(&folded_base) {
+                fold.push(folded_base);
+            }
+        }
+        self.evaluate(kind, &exact, &fold, tool)
     }
 
     /// Evaluate one already-resolved program name (a `shell_command` simple command): rules

@@ -17,7 +17,9 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::report::SandboxReport;
 use super::spec::{SandboxSpec, TmpSpec};
-use super::{Launch, SandboxBackend, SandboxError, native_backend, prepare, tree};
+use super::{
+    Launch, PreparedSandbox, SandboxBackend, SandboxError, native_backend, prepare, tree,
+};
 
 /// How long output is still read after the command's process group is gone, in case a process
 /// that left the group still holds the pipes.
@@ -195,7 +197,14 @@ pub enum RunError {
 #[derive(Debug, Clone)]
 pub struct ProcessRunner {
     backend: Arc<dyn SandboxBackend>,
+    /// The last prepared sandbox and the spec it was prepared for. A turn spawns under one
+    /// spec, so every spawn after the first skips the parent-side preparation (opening every
+    /// granted path, building the seccomp filter); each child still applies it afresh.
+    /// A spec with a per-run tmp dir is never cached.
+    prepared: Arc<std::sync::Mutex<PreparedCache>>,
 }
+
+type PreparedCache = Option<(SandboxSpec, Arc<PreparedSandbox>)>;
 
 /// Bytes read from one stream, up to a cap.
 #[derive(Debug, Default)]
@@ -325,7 +334,25 @@ fn read_child_failure(read_end: &OwnedFd) -> Option<(u32, i32)> {
 impl ProcessRunner {
     /// A runner on `backend`.
     pub fn new(backend: Arc<dyn SandboxBackend>) -> Self {
-        Self { backend }
+        Self {
+            backend,
+            prepared: Arc::default(),
+        }
+    }
+
+    /// The prepared sandbox for `spec`: the cached one when `spec` is the last one prepared.
+    fn prepare_cached(&self, spec: &SandboxSpec) -> Result<Arc<PreparedSandbox>, SandboxError> {
+        if let Ok(cache) = self.prepared.lock()
+            && let Some((cached_spec, prepared)) = cache.as_ref()
+            && cached_spec == spec
+        {
+            return Ok(prepared.clone());
+        }
+        let prepared = Arc::new(prepare(self.backend.as_ref(), spec)?);
+        if let Ok(mut cache) = self.prepared.lock() {
+            *cache = Some((spec.clone(), prepared.clone()));
+        }
+        Ok(prepared)
     }
 
     /// A runner on this platform's native backend.
@@ -363,14 +390,17 @@ impl ProcessRunner {
         let prepared = match &request.sandbox {
             None => None,
             Some(spec) => {
-                let mut spec = spec.clone();
                 if spec.tmp == TmpSpec::Isolated(None) {
+                    let mut spec = spec.clone();
                     let guard = TmpDirGuard::create()?;
                     spec.tmp = TmpSpec::Isolated(Some(guard.0.clone()));
                     tmp_guard = Some(guard);
+                    tmp_env = spec.tmp_dir().map(|d| d.as_os_str().to_os_string());
+                    Some(Arc::new(prepare(self.backend.as_ref(), &spec)?))
+                } else {
+                    tmp_env = spec.tmp_dir().map(|d| d.as_os_str().to_os_string());
+                    Some(self.prepare_cached(spec)?)
                 }
-                tmp_env = spec.tmp_dir().map(|d| d.as_os_str().to_os_string());
-                Some(prepare(self.backend.as_ref(), &spec)?)
             }
         };
 
@@ -547,7 +577,7 @@ impl ProcessRunner {
             stdout_truncated: out.truncated,
             stderr_truncated: err.truncated,
             output_left_open: !drained,
-            sandbox: prepared.map(|p| p.report),
+            sandbox: prepared.map(|p| p.report.clone()),
         })
     }
 }
