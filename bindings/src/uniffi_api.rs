@@ -305,6 +305,17 @@ impl Policy {
         Ok(self.handle.check(&kind, &target, tool.as_deref())?.into())
     }
 
+    /// The hot path without the record machinery: `check(kind, target)` with no tool, as a
+    /// code (0 allow, 1 ask, 2 deny). A plain integer crosses UniFFI without a buffer, where an
+    /// enum and an optional string each need one; the Swift layer maps it back to `Effect`.
+    pub fn effect_code(&self, kind: String, target: String) -> Result<u8> {
+        Ok(match self.handle.check(&kind, &target, None)? {
+            crate::Effect::Allow => 0,
+            crate::Effect::Ask => 1,
+            crate::Effect::Deny => 2,
+        })
+    }
+
     /// The verdict of an action.
     pub fn explain(&self, kind: String, target: String, tool: Option<String>) -> Result<Verdict> {
         Ok(self.handle.explain(&kind, &target, tool.as_deref())?.into())

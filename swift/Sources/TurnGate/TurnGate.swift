@@ -16,9 +16,15 @@ extension Policy {
         try fromMode(mode: mode)
     }
 
-    /// The effect of an action (the hot path).
+    /// The effect of an action (the hot path). Without a tool it takes the integer fast path
+    /// (`effectCode`), which skips UniFFI's buffers for the optional tool and the enum result.
     public func check(_ kind: String, _ target: String, tool: String? = nil) throws -> Effect {
-        try check(kind: kind, target: target, tool: tool)
+        guard tool == nil else { return try check(kind: kind, target: target, tool: tool) }
+        switch try effectCode(kind: kind, target: target) {
+        case 0: return .allow
+        case 1: return .ask
+        default: return .deny
+        }
     }
 
     /// The verdict of an action: effect, deciding rule and layer, reason.
