@@ -3,6 +3,7 @@
 
 pub mod approver;
 pub mod broker;
+pub mod c_api;
 pub mod check;
 mod convert;
 mod error;
@@ -11,6 +12,11 @@ pub mod policy;
 pub mod reduce;
 pub mod snapshot;
 pub mod store;
+#[cfg(feature = "uniffi")]
+pub mod uniffi_api;
+
+#[cfg(feature = "uniffi")]
+uniffi::setup_scaffolding!("turngate");
 
 pub use approver::{ApproverHandle, DecisionRecord, ForeignApprover, ForeignDecisionFuture};
 pub use broker::{BrokerHandle, PendingHandle, SubscriptionHandle};

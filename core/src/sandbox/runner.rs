@@ -17,9 +17,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::report::SandboxReport;
 use super::spec::{SandboxSpec, TmpSpec};
-use super::{
-    Launch, PreparedSandbox, SandboxBackend, SandboxError, native_backend, prepare, tree,
-};
+use super::{Launch, PreparedSandbox, SandboxBackend, SandboxError, native_backend, prepare, tree};
 
 /// How long output is still read after the command's process group is gone, in case a process
 /// that left the group still holds the pipes.

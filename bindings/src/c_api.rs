@@ -1,0 +1,902 @@
+//! The C ABI: `extern "C"` entry points over the facade, for C and everything that speaks C.
+//! The header `bindings/include/turngate.h` is generated from this file by cbindgen and checked
+//! in; `tests/c_header.rs` fails when it is stale.
+//!
+//! Conventions, for every function:
+//! - A fallible function returns a [`TgStatus`]; `TG_STATUS_OK` (0) is success. On failure,
+//!   `tg_last_error_message()` describes the failure on the calling thread, naming the bad
+//!   argument, until the next `tg_` call on that thread.
+//! - Results are written through `out_*` pointers, which must not be NULL. Each `out_*` is set
+//!   (to NULL for a pointer) before any work, so a failed call never leaves a stale value.
+//! - Input strings are NUL-terminated UTF-8, borrowed for the duration of the call only.
+//!   Optional inputs may be NULL.
+//! - A `char *` result is owned by the caller and released with `tg_string_free`; a
+//!   `TgPolicy *` is released with `tg_policy_free`. Nothing else is ever to be freed.
+//! - A `TgPolicy` is immutable and may be used from many threads at once.
+//! - No panic crosses the boundary: each entry point runs inside `catch_unwind` and reports a
+//!   panic as `TG_STATUS_PANIC`.
+//!
+//! This module converts C types and calls the facade; it decides nothing. The `tg_json_*`
+//! functions are plain JSON access (so a C program can read vector files without a JSON
+//! library), not policy behaviour.
+
+use std::cell::RefCell;
+use std::ffi::{CStr, CString, c_char};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::{Effect, PolicyHandle, TurnGateError, reduce, snapshot};
+
+/// The outcome of a fallible call. Non-zero values are failures; the message is in
+/// `tg_last_error_message()`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TgStatus {
+    /// Success.
+    Ok = 0,
+    /// A policy did not parse or compile, or named an unknown kind, effect or mode.
+    Policy = 1,
+    /// A snapshot could not be resolved, or refuses what was asked of it.
+    Snapshot = 2,
+    /// The durable store failed.
+    Store = 3,
+    /// A sandbox backend is required but unavailable on this platform.
+    SandboxUnavailable = 4,
+    /// An argument was malformed (not the expected JSON, an unknown name, an index out of range).
+    Invalid = 5,
+    /// A required pointer argument was NULL.
+    NullArgument = 6,
+    /// A string argument was not valid UTF-8, or a result held an interior NUL.
+    Utf8 = 7,
+    /// A panic was caught at the boundary (a bug in turngate; please report it).
+    Panic = 8,
+}
+
+/// The effect of an action. The order of strictness is deny > ask > allow.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TgEffect {
+    /// The action may proceed.
+    Allow = 0,
+    /// The action needs a person's approval.
+    Ask = 1,
+    /// The action is refused.
+    Deny = 2,
+}
+
+impl From<Effect> for TgEffect {
+    fn from(e: Effect) -> Self {
+        match e {
+            Effect::Allow => TgEffect::Allow,
+            Effect::Ask => TgEffect::Ask,
+            Effect::Deny => TgEffect::Deny,
+        }
+    }
+}
+
+/// A compiled policy (opaque). Create with `tg_policy_from_*`, release with `tg_policy_free`.
+#[derive(Debug)]
+pub struct TgPolicy {
+    handle: Arc<PolicyHandle>,
+}
+
+/// A failure on its way to C: a status and the message `tg_last_error_message` returns.
+struct Failure {
+    status: TgStatus,
+    message: String,
+}
+
+impl From<TurnGateError> for Failure {
+    fn from(e: TurnGateError) -> Self {
+        let status = match &e {
+            TurnGateError::Policy { .. } => TgStatus::Policy,
+            TurnGateError::Snapshot { .. } => TgStatus::Snapshot,
+            TurnGateError::Store { .. } => TgStatus::Store,
+            TurnGateError::SandboxUnavailable { .. } => TgStatus::SandboxUnavailable,
+            _ => TgStatus::Invalid,
+        };
+        Failure {
+            status,
+            message: e.message().to_owned(),
+        }
+    }
+}
+
+impl Failure {
+    fn new(status: TgStatus, message: String) -> Self {
+        Failure { status, message }
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_last_error(message: &str) {
+    // A message with an interior NUL keeps the part before it.
+    let bytes: Vec<u8> = message.bytes().take_while(|b| *b != 0).collect();
+    let text = CString::new(bytes).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = text);
+}
+
+/// The panic boundary every fallible entry point runs in: clears the thread's last error, runs
+/// `f`, and turns an error or a panic into a status with the message recorded.
+fn guard(f: impl FnOnce() -> Result<(), Failure>) -> TgStatus {
+    set_last_error("");
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => TgStatus::Ok,
+        Ok(Err(failure)) => {
+            set_last_error(&failure.message);
+            failure.status
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            set_last_error(&format!(
+                "internal error (panic caught at the C boundary): {what}"
+            ));
+            TgStatus::Panic
+        }
+    }
+}
+
+/// A required string argument.
+///
+/// # Safety
+/// `ptr` is NULL or a NUL-terminated string valid for `'a`.
+unsafe fn arg<'a>(name: &str, ptr: *const c_char) -> Result<&'a str, Failure> {
+    if ptr.is_null() {
+        return Err(Failure::new(
+            TgStatus::NullArgument,
+            format!("argument `{name}` is NULL"),
+        ));
+    }
+    // SAFETY: the caller guarantees a NUL-terminated string that outlives the call.
+    let s = unsafe { CStr::from_ptr(ptr) };
+    s.to_str().map_err(|e| {
+        Failure::new(
+            TgStatus::Utf8,
+            format!("argument `{name}` is not valid UTF-8: {e}"),
+        )
+    })
+}
+
+/// An optional string argument (NULL is none).
+///
+/// # Safety
+/// As [`arg`].
+unsafe fn opt_arg<'a>(name: &str, ptr: *const c_char) -> Result<Option<&'a str>, Failure> {
+    if ptr.is_null() {
+        Ok(None)
+    } else {
+        // SAFETY: forwarded from the caller.
+        unsafe { arg(name, ptr) }.map(Some)
+    }
+}
+
+/// A required JSON text argument, parsed.
+///
+/// # Safety
+/// As [`arg`].
+unsafe fn json_arg(name: &str, ptr: *const c_char) -> Result<Value, Failure> {
+    // SAFETY: forwarded from the caller.
+    let text = unsafe { arg(name, ptr) }?;
+    serde_json::from_str(text)
+        .map_err(|e| Failure::new(TgStatus::Invalid, format!("{name}: not valid JSON: {e}")))
+}
+
+/// An optional JSON text argument (NULL is none).
+///
+/// # Safety
+/// As [`arg`].
+unsafe fn opt_json_arg(name: &str, ptr: *const c_char) -> Result<Option<Value>, Failure> {
+    if ptr.is_null() {
+        Ok(None)
+    } else {
+        // SAFETY: forwarded from the caller.
+        unsafe { json_arg(name, ptr) }.map(Some)
+    }
+}
+
+/// A borrowed policy argument.
+///
+/// # Safety
+/// `ptr` is NULL or a live `TgPolicy` from this library.
+unsafe fn policy_arg<'a>(name: &str, ptr: *const TgPolicy) -> Result<&'a TgPolicy, Failure> {
+    // SAFETY: the caller guarantees a live policy or NULL.
+    unsafe { ptr.as_ref() }
+        .ok_or_else(|| Failure::new(TgStatus::NullArgument, format!("argument `{name}` is NULL")))
+}
+
+/// Checks an out pointer and clears what it points to, so that a failure leaves no stale value.
+///
+/// # Safety
+/// `out` is NULL or valid for a write of `T`.
+unsafe fn out_ptr<'a, T>(name: &str, out: *mut T, empty: T) -> Result<&'a mut T, Failure> {
+    // SAFETY: the caller guarantees `out` is NULL or writable.
+    let slot = unsafe { out.as_mut() }.ok_or_else(|| {
+        Failure::new(TgStatus::NullArgument, format!("argument `{name}` is NULL"))
+    })?;
+    *slot = empty;
+    Ok(slot)
+}
+
+/// An owned C string for `s`, to be released with `tg_string_free`.
+fn c_string(what: &str, s: String) -> Result<*mut c_char, Failure> {
+    CString::new(s)
+        .map(CString::into_raw)
+        .map_err(|e| Failure::new(TgStatus::Utf8, format!("{what} holds a NUL byte: {e}")))
+}
+
+/// Runs `f` and writes its string result (or NULL for none) to `out`.
+///
+/// # Safety
+/// `out` is NULL or valid for a write of a pointer.
+unsafe fn string_result(
+    out: *mut *mut c_char,
+    f: impl FnOnce() -> Result<Option<String>, Failure>,
+) -> TgStatus {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let slot = unsafe { out_ptr("out", out, std::ptr::null_mut()) }?;
+        if let Some(s) = f()? {
+            *slot = c_string("result", s)?;
+        }
+        Ok(())
+    })
+}
+
+/// Runs `f` and writes the policy it builds to `out`.
+///
+/// # Safety
+/// `out` is NULL or valid for a write of a pointer.
+unsafe fn policy_result(
+    out: *mut *mut TgPolicy,
+    f: impl FnOnce() -> Result<Arc<PolicyHandle>, Failure>,
+) -> TgStatus {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let slot = unsafe { out_ptr("out_policy", out, std::ptr::null_mut()) }?;
+        *slot = Box::into_raw(Box::new(TgPolicy { handle: f()? }));
+        Ok(())
+    })
+}
+
+// ---- library ---------------------------------------------------------------------------------
+
+/// The version of turngate, as a static string. Never free it.
+#[unsafe(no_mangle)]
+pub extern "C" fn tg_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The message of the last failed `tg_` call on this thread, or "" when the last call
+/// succeeded. The string is borrowed: it stays valid until the next `tg_` call on this thread.
+/// Never free it.
+#[unsafe(no_mangle)]
+pub extern "C" fn tg_last_error_message() -> *const c_char {
+    catch_unwind(|| LAST_ERROR.with(|e| e.borrow().as_ptr())).unwrap_or(c"".as_ptr())
+}
+
+/// Releases a string returned by a `tg_` function. NULL is a no-op.
+///
+/// # Safety
+/// `s` is NULL or a string returned by this library that has not been freed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_string_free(s: *mut c_char) {
+    if !s.is_null() {
+        // SAFETY: `s` came from `CString::into_raw` in this library and is freed once.
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { CString::from_raw(s) })));
+    }
+}
+
+/// The wire name of an effect (`allow`, `ask`, `deny`), as a static string. Never free it.
+#[unsafe(no_mangle)]
+pub extern "C" fn tg_effect_name(effect: TgEffect) -> *const c_char {
+    match effect {
+        TgEffect::Allow => c"allow".as_ptr(),
+        TgEffect::Ask => c"ask".as_ptr(),
+        TgEffect::Deny => c"deny".as_ptr(),
+    }
+}
+
+// ---- policy ----------------------------------------------------------------------------------
+
+/// Parses a policy file's JSON text and compiles it. On success `*out_policy` is a new policy
+/// owned by the caller (release with `tg_policy_free`). `origin` (a file name, may be NULL) is
+/// quoted in errors, which name the failing field, line and column.
+///
+/// # Safety
+/// `text` and `origin` are NULL or NUL-terminated strings; `out_policy` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_policy_from_json(
+    text: *const c_char,
+    origin: *const c_char,
+    out_policy: *mut *mut TgPolicy,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        policy_result(out_policy, || {
+            Ok(PolicyHandle::from_json(
+                arg("text", text)?,
+                opt_arg("origin", origin)?,
+            )?)
+        })
+    }
+}
+
+/// Parses a policy file's TOML text and compiles it. Ownership as `tg_policy_from_json`.
+///
+/// # Safety
+/// As `tg_policy_from_json`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_policy_from_toml(
+    text: *const c_char,
+    origin: *const c_char,
+    out_policy: *mut *mut TgPolicy,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        policy_result(out_policy, || {
+            Ok(PolicyHandle::from_toml(
+                arg("text", text)?,
+                opt_arg("origin", origin)?,
+            )?)
+        })
+    }
+}
+
+/// The compiled policy of a permission mode (`full_access`, `auto_accept_edits`,
+/// `supervised`). On success `*out_policy` is owned by the caller.
+///
+/// # Safety
+/// `mode` is a NUL-terminated string; `out_policy` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_policy_from_mode(
+    mode: *const c_char,
+    out_policy: *mut *mut TgPolicy,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        policy_result(out_policy, || {
+            Ok(PolicyHandle::from_mode(arg("mode", mode)?)?)
+        })
+    }
+}
+
+/// The tiered `Policy::default()`: reads allowed, writes and exec ask (`rustc` and the optional
+/// `test_binary` allowed), network denied (the optional `provider_host` allowed), secrets
+/// denied. Both arguments may be NULL. On success `*out_policy` is owned by the caller.
+///
+/// # Safety
+/// `test_binary` and `provider_host` are NULL or NUL-terminated; `out_policy` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_policy_default(
+    test_binary: *const c_char,
+    provider_host: *const c_char,
+    out_policy: *mut *mut TgPolicy,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        policy_result(out_policy, || {
+            Ok(PolicyHandle::default_tiered(
+                opt_arg("test_binary", test_binary)?.map(str::to_owned),
+                opt_arg("provider_host", provider_host)?.map(str::to_owned),
+            )?)
+        })
+    }
+}
+
+/// `Policy::permissive()`: enforces nothing. On success `*out_policy` is owned by the caller.
+///
+/// # Safety
+/// `out_policy` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_policy_permissive(out_policy: *mut *mut TgPolicy) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe { policy_result(out_policy, || Ok(PolicyHandle::permissive()?)) }
+}
+
+/// `merge`: `other` composed as a peer over `policy` (the stricter default wins; an overlay can
+/// never re-allow a deny). Both inputs stay owned by the caller; `*out_policy` is a new policy
+/// owned by the caller.
+///
+/// # Safety
+/// `policy` and `other` are live policies; `out_policy` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_policy_merge(
+    policy: *const TgPolicy,
+    other: *const TgPolicy,
+    out_policy: *mut *mut TgPolicy,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        policy_result(out_policy, || {
+            let p = policy_arg("policy", policy)?;
+            let o = policy_arg("other", other)?;
+            Ok(p.handle.merge(&o.handle)?)
+        })
+    }
+}
+
+/// `contain`: `cap` added to `policy` as a cap (the result is at least as strict as both). Both
+/// inputs stay owned by the caller; `*out_policy` is a new policy owned by the caller.
+///
+/// # Safety
+/// `policy` and `cap` are live policies; `out_policy` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_policy_contain(
+    policy: *const TgPolicy,
+    cap: *const TgPolicy,
+    out_policy: *mut *mut TgPolicy,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        policy_result(out_policy, || {
+            let p = policy_arg("policy", policy)?;
+            let c = policy_arg("cap", cap)?;
+            Ok(p.handle.contain(&c.handle)?)
+        })
+    }
+}
+
+/// Releases a policy. NULL is a no-op.
+///
+/// # Safety
+/// `policy` is NULL or a policy from this library that has not been freed, and no other thread
+/// is using it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_policy_free(policy: *mut TgPolicy) {
+    if !policy.is_null() {
+        // SAFETY: `policy` came from `Box::into_raw` in this library and is freed once.
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(policy) })));
+    }
+}
+
+/// The effect of an action (the hot path): exactly the `effect` of `tg_policy_explain_json`.
+/// `kind` is a wire name (`file_read`, `shell_command`, ...), `target` the path, command line,
+/// `host:port`, `server/tool` or name; `tool` may be NULL. Writes `*out_effect`.
+///
+/// # Safety
+/// `policy` is a live policy; `kind`, `target` are NUL-terminated, `tool` NULL or
+/// NUL-terminated; `out_effect` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_policy_check(
+    policy: *const TgPolicy,
+    kind: *const c_char,
+    target: *const c_char,
+    tool: *const c_char,
+    out_effect: *mut TgEffect,
+) -> TgStatus {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            let slot = out_ptr("out_effect", out_effect, TgEffect::Deny)?;
+            let p = policy_arg("policy", policy)?;
+            let effect = p.handle.check(
+                arg("kind", kind)?,
+                arg("target", target)?,
+                opt_arg("tool", tool)?,
+            )?;
+            *slot = effect.into();
+        }
+        Ok(())
+    })
+}
+
+/// The verdict of an action as JSON: `{"effect", "rule", "layer", "reason"}`, with `rule` the
+/// deciding rule's pattern or null (a default decided). `*out_json` is owned by the caller
+/// (release with `tg_string_free`).
+///
+/// # Safety
+/// As `tg_policy_check`, with `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_policy_explain_json(
+    policy: *const TgPolicy,
+    kind: *const c_char,
+    target: *const c_char,
+    tool: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_json, || {
+            let p = policy_arg("policy", policy)?;
+            let v = p.handle.explain(
+                arg("kind", kind)?,
+                arg("target", target)?,
+                opt_arg("tool", tool)?,
+            )?;
+            let json = serde_json::json!({
+                "effect": v.effect.as_str(),
+                "rule": v.rule.map(|r| r.pattern),
+                "layer": v.layer,
+                "reason": v.reason,
+            });
+            Ok(Some(json.to_string()))
+        })
+    }
+}
+
+/// The policy in the policy-file JSON format. `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `policy` is a live policy; `out_json` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_policy_to_json(
+    policy: *const TgPolicy,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_json, || {
+            Ok(Some(policy_arg("policy", policy)?.handle.to_json()))
+        })
+    }
+}
+
+// ---- snapshots -------------------------------------------------------------------------------
+
+/// `resolve(selection, context, cap)` over JSON text: a `TurnPermissionProfileSelection` (NULL
+/// for the default full-access profile), a `ResolveContext` and an optional
+/// `TaskAgentSecurityCap` (NULL for none), to a `TurnExecutionSecuritySnapshot`. `*out_json` is
+/// owned by the caller.
+///
+/// # Safety
+/// `context` is NUL-terminated; `selection` and `cap` NULL or NUL-terminated; `out_json`
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_snapshot_resolve_json(
+    selection: *const c_char,
+    context: *const c_char,
+    cap: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_json, || {
+            Ok(Some(snapshot::resolve_json(
+                opt_arg("selection", selection)?,
+                arg("context", context)?,
+                opt_arg("cap", cap)?,
+            )?))
+        })
+    }
+}
+
+/// `intersect(snapshot, cap)`: the snapshot narrowed by a `TaskAgentSecurityCap`, as JSON.
+/// `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `snapshot` and `cap` are NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_snapshot_intersect_json(
+    snapshot: *const c_char,
+    cap: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_json, || {
+            let s = snapshot::intersect(json_arg("snapshot", snapshot)?, json_arg("cap", cap)?)?;
+            Ok(Some(s.to_string()))
+        })
+    }
+}
+
+/// `cap_from_parent(snapshot, origin)`: the `TaskAgentSecurityCap` a child of `snapshot`
+/// receives; `origin` is `parent_turn` or `task_policy`. `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `snapshot` and `origin` are NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_snapshot_cap_from_parent_json(
+    snapshot: *const c_char,
+    origin: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_json, || {
+            let c =
+                snapshot::cap_from_parent(json_arg("snapshot", snapshot)?, arg("origin", origin)?)?;
+            Ok(Some(c.to_string()))
+        })
+    }
+}
+
+/// The system-prompt permissions section for a `TurnPermissionProfileSnapshot` (JSON), or
+/// `*out_text` NULL when the profile needs none (the default full-access profile). A non-NULL
+/// `*out_text` is owned by the caller.
+///
+/// # Safety
+/// `profile` is NUL-terminated; `out_text` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_render_permissions_section(
+    profile: *const c_char,
+    out_text: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_text, || {
+            Ok(snapshot::render_permissions_section(json_arg(
+                "profile", profile,
+            )?)?)
+        })
+    }
+}
+
+/// How a CLI runtime (`codex`, `claude`) is driven in a mode, as a `CliRuntimeMapping` (JSON).
+/// `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `runtime` and `mode` are NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_map_cli_runtime_json(
+    runtime: *const c_char,
+    mode: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_json, || {
+            let m = snapshot::map_cli_runtime(arg("runtime", runtime)?, arg("mode", mode)?)?;
+            Ok(Some(m.to_string()))
+        })
+    }
+}
+
+// ---- reducers and scopes ---------------------------------------------------------------------
+
+/// Applies one reducer input (`{"audit_event": ...}` or `{"notification": ...}`) to a
+/// `ClientState` (NULL for the empty state), giving the next state as JSON. `*out_json` is
+/// owned by the caller.
+///
+/// # Safety
+/// `input` is NUL-terminated; `state` NULL or NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_reduce_json(
+    state: *const c_char,
+    input: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_json, || {
+            let s = reduce::reduce(opt_json_arg("state", state)?, json_arg("input", input)?)?;
+            Ok(Some(s.to_string()))
+        })
+    }
+}
+
+/// Applies a JSON list of reducer inputs in order from `state` (NULL for the empty state).
+/// `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `inputs` is NUL-terminated; `state` NULL or NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_reduce_all_json(
+    state: *const c_char,
+    inputs: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_json, || {
+            let s = reduce::reduce_all(opt_json_arg("state", state)?, json_arg("inputs", inputs)?)?;
+            Ok(Some(s.to_string()))
+        })
+    }
+}
+
+/// The normalized `ApprovalScope` of an action, as JSON (relative paths joined to `cwd`; `tool`
+/// and `cwd` may be NULL). `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `kind`, `target` are NUL-terminated; `tool`, `cwd` NULL or NUL-terminated; `out_json`
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_scope_from_action_json(
+    kind: *const c_char,
+    target: *const c_char,
+    tool: *const c_char,
+    cwd: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_json, || {
+            let s = reduce::scope_from_action(
+                arg("kind", kind)?,
+                arg("target", target)?,
+                opt_arg("tool", tool)?,
+                opt_arg("cwd", cwd)?,
+            )?;
+            Ok(Some(s.to_string()))
+        })
+    }
+}
+
+/// The `scope_hash` (lowercase hex SHA-256) of an `ApprovalScope` given as JSON. `*out_hash` is
+/// owned by the caller.
+///
+/// # Safety
+/// `scope` is NUL-terminated; `out_hash` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_scope_hash(
+    scope: *const c_char,
+    out_hash: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_hash, || {
+            Ok(Some(reduce::scope_hash(json_arg("scope", scope)?)?))
+        })
+    }
+}
+
+// ---- plain JSON access -----------------------------------------------------------------------
+
+/// The number of elements of the JSON array `json`. Fails (`TG_STATUS_INVALID`) when `json` is
+/// not an array.
+///
+/// # Safety
+/// `json` is NUL-terminated; `out_len` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_json_array_len(json: *const c_char, out_len: *mut usize) -> TgStatus {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            let slot = out_ptr("out_len", out_len, 0)?;
+            match json_arg("json", json)? {
+                Value::Array(items) => *slot = items.len(),
+                other => return Err(not_a("json", "an array", &other)),
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Element `index` of the JSON array `json`, as JSON text. `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `json` is NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_json_array_get(
+    json: *const c_char,
+    index: usize,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_json, || match json_arg("json", json)? {
+            Value::Array(mut items) if index < items.len() => {
+                Ok(Some(items.swap_remove(index).to_string()))
+            }
+            Value::Array(items) => Err(Failure::new(
+                TgStatus::Invalid,
+                format!(
+                    "index {index} is out of range for an array of {}",
+                    items.len()
+                ),
+            )),
+            other => Err(not_a("json", "an array", &other)),
+        })
+    }
+}
+
+/// Member `key` of the JSON object `json`, as JSON text, or `*out_json` NULL when the object
+/// has no such member. A non-NULL `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `json` and `key` are NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_json_get(
+    json: *const c_char,
+    key: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_json, || {
+            let key = arg("key", key)?;
+            Ok(member(json_arg("json", json)?, key)?.map(|v| v.to_string()))
+        })
+    }
+}
+
+/// Member `key` of the JSON object `json` when it is a string, unquoted; `*out_text` NULL when
+/// the member is missing or null. Fails (`TG_STATUS_INVALID`) for any other type. A non-NULL
+/// `*out_text` is owned by the caller.
+///
+/// # Safety
+/// `json` and `key` are NUL-terminated; `out_text` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_json_get_string(
+    json: *const c_char,
+    key: *const c_char,
+    out_text: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_text, || {
+            let key = arg("key", key)?;
+            match member(json_arg("json", json)?, key)? {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s)),
+                Some(other) => Err(not_a(key, "a string", &other)),
+            }
+        })
+    }
+}
+
+/// Whether the JSON texts `a` and `b` denote equal values (object member order does not
+/// matter; numbers compare by value). Writes 1 or 0 to `*out_equal`.
+///
+/// # Safety
+/// `a` and `b` are NUL-terminated; `out_equal` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_json_equal(
+    a: *const c_char,
+    b: *const c_char,
+    out_equal: *mut i32,
+) -> TgStatus {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            let slot = out_ptr("out_equal", out_equal, 0)?;
+            *slot = i32::from(json_arg("a", a)? == json_arg("b", b)?);
+        }
+        Ok(())
+    })
+}
+
+fn member(json: Value, key: &str) -> Result<Option<Value>, Failure> {
+    match json {
+        Value::Object(mut map) => Ok(map.remove(key)),
+        other => Err(not_a("json", "an object", &other)),
+    }
+}
+
+fn not_a(what: &str, expected: &str, got: &Value) -> Failure {
+    let kind = match got {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    Failure::new(
+        TgStatus::Invalid,
+        format!("{what}: expected {expected}, got {kind}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn last_error() -> String {
+        // SAFETY: the pointer is valid until the next tg_ call on this thread.
+        unsafe { CStr::from_ptr(tg_last_error_message()) }
+            .to_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn a_panic_is_a_status_with_a_message() {
+        let status = guard(|| panic!("boom"));
+        assert_eq!(status, TgStatus::Panic);
+        assert!(last_error().contains("boom"), "{}", last_error());
+        assert_eq!(guard(|| Ok(())), TgStatus::Ok);
+        assert_eq!(last_error(), "");
+    }
+}

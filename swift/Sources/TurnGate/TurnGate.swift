@@ -1,0 +1,119 @@
+// The idiomatic Swift layer over the UniFFI-generated bindings (module TurnGateBindings, which
+// this module re-exports). It adds Swift names where UniFFI's are rough, a closure approver, and
+// notifications as an AsyncSequence. It decides nothing: every answer comes from turngate-ffi.
+@_exported import TurnGateBindings
+
+extension Policy {
+    /// The tiered `Policy::default()`: reads allowed, writes and exec ask, network denied,
+    /// secrets denied.
+    public static func tiered() throws -> Policy {
+        try tiered(testBinary: nil, providerHost: nil)
+    }
+
+    /// The compiled policy of a permission mode (`full_access`, `auto_accept_edits`,
+    /// `supervised`).
+    public static func mode(_ mode: String) throws -> Policy {
+        try fromMode(mode: mode)
+    }
+
+    /// The effect of an action (the hot path). Without a tool it takes the integer fast path
+    /// (`effectCode`), which skips UniFFI's buffers for the optional tool and the enum result.
+    public func check(_ kind: String, _ target: String, tool: String? = nil) throws -> Effect {
+        guard tool == nil else { return try check(kind: kind, target: target, tool: tool) }
+        switch try effectCode(kind: kind, target: target) {
+        case 0: return .allow
+        case 1: return .ask
+        default: return .deny
+        }
+    }
+
+    /// The verdict of an action: effect, deciding rule and layer, reason.
+    public func explain(_ kind: String, _ target: String, tool: String? = nil) throws -> Verdict {
+        try explain(kind: kind, target: target, tool: tool)
+    }
+}
+
+extension Effect: CustomStringConvertible {
+    /// The wire name: `allow`, `ask` or `deny`.
+    public var description: String {
+        switch self {
+        case .allow: return "allow"
+        case .ask: return "ask"
+        case .deny: return "deny"
+        }
+    }
+}
+
+extension Decision {
+    /// Approve the action as shown.
+    public static var approve: Decision { .approve(modified: nil, remember: []) }
+}
+
+extension TurnGateError: CustomStringConvertible {
+    /// The message, naming what was wrong.
+    public var description: String {
+        switch self {
+        case let .Policy(message, _, _, _), let .Snapshot(_, message), let .Store(message),
+            let .SandboxUnavailable(message), let .Approval(message), let .Run(message),
+            let .Invalid(message):
+            return message
+        }
+    }
+}
+
+/// An approver from an `async` closure. A thrown error is a denial carrying its text; a
+/// closure that never returns leaves that one run pending.
+public final class ClosureApprover: Approver, @unchecked Sendable {
+    private let body: @Sendable (ApprovalAsk) async throws -> Decision
+
+    public init(_ body: @escaping @Sendable (ApprovalAsk) async throws -> Decision) {
+        self.body = body
+    }
+
+    public func decide(ask: ApprovalAsk) async throws -> Decision {
+        do {
+            return try await body(ask)
+        } catch let error as TurnGateError {
+            throw error
+        } catch {
+            // UniFFI passes only the declared error type across; keep the text of any other.
+            throw TurnGateError.Approval(message: String(describing: error))
+        }
+    }
+}
+
+extension GateApprover {
+    /// A Swift approver from an `async` closure.
+    public static func swift(
+        _ body: @escaping @Sendable (ApprovalAsk) async throws -> Decision
+    ) -> GateApprover {
+        foreign(approver: ClosureApprover(body))
+    }
+}
+
+extension Invocation {
+    /// A tool call with only a kind and a target (and optionally a tool name).
+    public init(_ kind: String, _ target: String, tool: String? = nil) {
+        self.init(kind: kind, target: target, tool: tool, itemId: nil, toolId: nil, cwd: nil)
+    }
+}
+
+extension Subscription {
+    /// The notifications (`{"method", "params"}` JSON text) as an async sequence that ends when
+    /// the subscription or the broker does.
+    public var notifications: AsyncThrowingStream<String, Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    while let next = try await self.next() {
+                        continuation.yield(next)
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}
