@@ -44,3 +44,13 @@ test('the ESM and CommonJS entry points export the same names, all declared in i
   assert.deepEqual(cjsNames.filter((n) => !declared.has(n)), [], 'exported but not declared')
   assert.deepEqual([...declared].filter((n) => !(n in cjs)).sort(), [], 'declared but not exported')
 })
+
+test('index.d.ts type-checks a typed use of the package (tsc --strict, test-types/usage.ts)', () => {
+  const tsc = path.join(pkg, 'node_modules', 'typescript', 'bin', 'tsc')
+  const args = ['--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--types', 'node', path.join(pkg, 'test-types', 'usage.ts')]
+  try {
+    execFileSync(process.execPath, [tsc, ...args], { cwd: pkg, encoding: 'utf8' })
+  } catch (e) {
+    assert.fail(`tsc found type errors:\n${e.stdout}${e.stderr}`)
+  }
+})

@@ -1,0 +1,21 @@
+// Type-checked by test/dts.test.mjs (tsc --strict): the checked-in index.d.ts describes the
+// package as a TypeScript user calls it. Never run.
+import { Policy, Gate, Store, Approver, Broker, PolicyError, TurnGateError, resolve, probePlatform, type Verdict, type Effect } from '../index.js'
+async function main() {
+  const p = Policy.default({ providerHost: 'api.example.com' })
+  const e: Effect = p.check('file_read', 'x')
+  const v: Verdict = p.explain('file_read', 'x')
+  const snap = resolve({ mode: 'supervised' }, { workspace_root: '/w', execution_backend: 'native', platform: probePlatform() })
+  const store = await Store.open('audit.db')
+  const broker = new Broker(p)
+  const gate = new Gate('t', snap, { store, approver: Approver.fromFunction(async (ask) => ask.verdict.effect === 'ask' ? 'approve' : { decision: 'deny', reason: 'no' }), broker })
+  const a = await gate.authorize({ kind: 'file_write', target: 'a' })
+  for await (const n of broker.subscribe()) { n.method }
+  try { p.check('file_read', 'x') } catch (err) { if (err instanceof PolicyError) { const l: number | null = err.line } else if (err instanceof TurnGateError) { err.code } }
+  // @ts-expect-error: not an action kind
+  p.check('file_reed', 'x')
+  // @ts-expect-error: not an effect
+  p.rule('file_read', 'maybe', '**')
+  return [e, v, a.outcome]
+}
+main()
