@@ -120,3 +120,24 @@ test('a denied command never runs', async () => {
     cleanup()
   }
 })
+
+test('race-free opens hand back a file descriptor, or a denial for an escape', async () => {
+  const { root, ws, cleanup } = workspace()
+  try {
+    const { writeSync, readFileSync, closeSync, symlinkSync } = await import('node:fs')
+    const store = await turngate.Store.open(path.join(root, 'audit.db'))
+    const gate = new turngate.Gate('t', snapshot(ws, 'auto_accept_edits'), { store, approver: turngate.Approver.approveAll() })
+    const w = await gate.openWrite({ kind: 'file_write', target: 'out.txt', tool: 'write_file' })
+    assert.equal(w.outcome, 'opened', JSON.stringify(w))
+    writeSync(w.fd, 'hello')
+    closeSync(w.fd)
+    assert.equal(readFileSync(path.join(ws, 'out.txt'), 'utf8'), 'hello')
+    symlinkSync('/etc', path.join(ws, 'etc-link'))
+    const escape = await gate.openWrite({ kind: 'file_write', target: 'etc-link/turngate-escape' })
+    assert.equal(escape.outcome, 'denied')
+    assert.equal(escape.fd, undefined)
+    assert.equal(existsSync('/etc/turngate-escape'), false)
+  } finally {
+    cleanup()
+  }
+})
