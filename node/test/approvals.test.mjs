@@ -175,3 +175,35 @@ test('errors are TurnGateError subclasses with the facade variant as code', asyn
   )
   broker.close()
 })
+
+test('broker.open: wait() resolves with the first resolution; a timeout expires the request', async () => {
+  const broker = new turngate.Broker(turngate.Policy.mode('supervised'))
+  const request = (id) => ({
+    id,
+    turn_id: 't1',
+    tool_name: 'write_file',
+    action_kind: 'file_write',
+    scope_hash: turngate.scopeHash(turngate.scopeFromAction('file_write', '/w/a.txt', 'write_file')),
+    reason: 'default',
+    details: { target: '/w/a.txt' },
+    visible_thread_ids: [],
+    allowed_resolutions: ['allow_once', 'allow_for_turn', 'deny'],
+  })
+  try {
+    const pending = broker.open(request('apr_1'), { kind: 'file_write', target: '/w/a.txt', tool: 'write_file' })
+    assert.equal(pending.request.id, 'apr_1')
+    assert.deepEqual(broker.pendingRequests().map((r) => r.id), ['apr_1'])
+    const waited = pending.wait()
+    assert.equal(broker.respond('apr_1', 'deny').applied, true)
+    const outcome = await waited
+    assert.equal(outcome.resolution, 'deny')
+    assert.deepEqual(broker.outcome('apr_1'), outcome)
+    await assert.rejects(pending.wait(), (e) => e instanceof turngate.ApprovalError)
+    assert.throws(() => broker.open(request('apr_1'), { kind: 'file_write', target: '/w/a.txt' }), (e) => e instanceof turngate.ApprovalError)
+
+    const expiring = broker.open(request('apr_2'), { kind: 'file_write', target: '/w/a.txt' }, 30)
+    assert.equal((await expiring.wait()).resolution, 'expired')
+  } finally {
+    broker.close()
+  }
+})
