@@ -232,7 +232,9 @@ pub struct GateOptions {
 #[derive(Debug)]
 pub struct Gate {
     gate: Arc<GateHandle>,
-    closed: watch::Sender<bool>,
+    /// Bumped by `close()`: a call aborts when the generation differs from the one it started
+    /// under (a flag set and reset could be missed by a waiter that polls late).
+    closed: watch::Sender<u64>,
 }
 
 impl Gate {
@@ -242,10 +244,11 @@ impl Gate {
         fut: impl std::future::Future<Output = Result<T, TurnGateError>> + Send + 'static,
     ) -> impl std::future::Future<Output = Result<T, TurnGateError>> + Send + 'static {
         let mut closed = self.closed.subscribe();
+        let started = *closed.borrow_and_update();
         async move {
             tokio::select! {
                 r = fut => r,
-                _ = closed.wait_for(|c| *c) => Err(TurnGateError::Approval {
+                _ = closed.wait_for(move |g| *g != started) => Err(TurnGateError::Approval {
                     message: "the gate was closed while this call was waiting".to_owned(),
                 }),
             }
@@ -282,7 +285,7 @@ impl Gate {
         .or_throw(&env)?;
         Ok(Gate {
             gate,
-            closed: watch::channel(false).0,
+            closed: watch::channel(0).0,
         })
     }
 
@@ -447,8 +450,7 @@ impl Gate {
     /// reject with an `ApprovalError`. Later calls are unaffected.
     #[napi]
     pub fn close(&self) {
-        self.closed.send_replace(true);
-        self.closed.send_replace(false);
+        self.closed.send_modify(|g| *g = g.wrapping_add(1));
     }
 }
 
