@@ -215,7 +215,8 @@ fn run_write_outside_the_roots_is_refused_by_the_kernel() {
     let env = env();
     let ws = env.ws.to_string_lossy().into_owned();
     let target = env.outside.join("escape.txt");
-    let script = format!("echo x > {}", target.display());
+    // `touch` opens the file itself: the policy cannot see it, the kernel must refuse it.
+    let script = format!("touch {}", target.display());
     let out = turngate(
         &env,
         &[
@@ -237,6 +238,43 @@ fn run_write_outside_the_roots_is_refused_by_the_kernel() {
     assert_ne!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Permission denied"));
     assert!(!target.exists(), "the sandbox let a write escape");
+}
+
+#[test]
+fn run_redirect_outside_the_roots_is_denied_before_it_runs() {
+    let env = env();
+    let ws = env.ws.to_string_lossy().into_owned();
+    let target = env.outside.join("escape.txt");
+    let marker = env.ws.join("ran.txt");
+    // The shell would open the redirect target itself: the policy judges it as a file write.
+    let script = format!(
+        "touch {} && echo x > {}",
+        marker.display(),
+        target.display()
+    );
+    let out = turngate(
+        &env,
+        &[
+            "run",
+            "--mode",
+            "auto_accept_edits",
+            "--approver",
+            "allow",
+            "--workspace",
+            &ws,
+            "--store",
+            &store_arg(&env),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(126));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("outside_roots"), "{stderr}");
+    assert!(!marker.exists(), "nothing of a denied line runs");
+    assert!(!target.exists());
 }
 
 #[test]

@@ -3,8 +3,8 @@
 //!
 //! [`ProcessSpawnPlan::build`] enforces, in order: shell enablement; per-simple-command policy
 //! verdicts (strictest wins, unresolvable constructs ask at least); denied commands and allowed
-//! command families; the cwd through the [`FilePolicyChecker`]; environment filtering; the
-//! timeout cap; and whether a native sandbox is required. It never spawns anything: a process
+//! command families; the cwd and every redirection's file through the [`FilePolicyChecker`];
+//! environment filtering; the timeout cap; and whether a native sandbox is required. It never spawns anything: a process
 //! runner consumes the plan's public fields.
 
 use std::ffi::OsString;
@@ -197,6 +197,17 @@ impl ProcessSpawnPlan {
             }
         }
         verdict = verdict.stricter(cwd.verdict);
+        // 4b. Every file the shell opens for a redirection, relative to that cwd, is judged
+        // exactly as the file tool would judge it (roots, read-only roots, symlinks, rules).
+        for redirect in parsed.redirects.iter().filter(|r| !r.is_standard_stream()) {
+            let kind = if redirect.write {
+                ActionKind::FileWrite
+            } else {
+                ActionKind::FileRead
+            };
+            let check = files.check(kind, plan.cwd.join(&redirect.path), request.tool);
+            verdict = verdict.stricter(check.verdict);
+        }
         // 5. Environment filtering.
         let untrusted: Vec<PathBuf> = roots.writable_paths();
         let env = filter_env(request.env, process.env, &plan.cwd, &untrusted);

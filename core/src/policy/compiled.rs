@@ -421,6 +421,19 @@ impl CompiledPolicy {
                 None => v,
             });
         }
+        // A redirection is the shell opening a file: judged as that file action.
+        for redirect in parsed.redirects.iter().filter(|r| !r.is_standard_stream()) {
+            let kind = if redirect.write {
+                ActionKind::FileWrite
+            } else {
+                ActionKind::FileRead
+            };
+            let v = self.explain_parts(kind, &redirect.path, tool);
+            verdict = Some(match verdict {
+                Some(prev) => prev.stricter(v),
+                None => v,
+            });
+        }
         let unresolved_floor = || {
             Verdict::without_rule(
                 Effect::Ask,

@@ -11,6 +11,11 @@
 //! (`env`, `sudo`, `timeout`, `xargs`, ...) are unwrapped, and `find -exec` commands are
 //! reported. `find -delete` is reported as a synthetic `rm` command (with the `find` arguments
 //! as its arguments), so a policy that denies or asks for `rm` also covers it.
+//!
+//! File redirections are reported too (`> f`, `>> f`, `&> f`, `>| f`, `>& f` write `f`;
+//! `< f` reads it), wherever they appear: on a command, a compound statement or inside a
+//! `sh -c` string. A redirection whose target is not static (an expansion, a glob, `~`) is
+//! unresolved, and so is a relative target on a line that changes directory first.
 
 mod wrappers;
 
@@ -36,6 +41,31 @@ pub struct ParsedCommandLine {
     /// True when the line took the fast path: plain words, no quoting, operators or
     /// expansions, so `commands[0]` is exactly what an `execve` of the words would run.
     pub plain: bool,
+    /// Every file redirection with a static target, in source order.
+    pub redirects: Vec<Redirect>,
+}
+
+/// A file the shell itself opens for a redirection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    /// The target, unquoted, as written (relative to the command's working directory).
+    pub path: String,
+    /// True for an output redirection (the shell creates or writes the file), false for `<`.
+    pub write: bool,
+}
+
+impl Redirect {
+    /// True for the standard streams and the null device (`/dev/null`, `/dev/stdout`,
+    /// `/dev/stderr`, `/dev/stdin`, `/dev/tty`, `/dev/fd/N`): a redirection to one of them
+    /// reads or writes no file.
+    pub fn is_standard_stream(&self) -> bool {
+        match self.path.as_str() {
+            "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin" | "/dev/tty" => true,
+            p => p
+                .strip_prefix("/dev/fd/")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())),
+        }
+    }
 }
 
 impl ParsedCommandLine {
@@ -75,6 +105,17 @@ pub fn parse_command_line(line: &str) -> ParsedCommandLine {
     let mut parsed = ParsedCommandLine::default();
     parse_into(line, 0, &mut parsed);
     parsed.plain = parsed.unresolved.is_empty() && is_plain_line(line);
+    // A relative target is judged against the command's working directory; a line that
+    // changes directory first would write somewhere else.
+    let changes_dir = parsed.commands.iter().any(|c| {
+        matches!(
+            c.program.rsplit('/').next().unwrap_or(&c.program),
+            "cd" | "pushd" | "popd"
+        )
+    });
+    if changes_dir && parsed.redirects.iter().any(|r| !r.path.starts_with('/')) {
+        parsed.unresolved("directory_change_before_redirect");
+    }
     parsed
 }
 
@@ -197,6 +238,7 @@ impl Walker<'_, '_> {
             "command_substitution" => self.out.unresolved("command_substitution"),
             "process_substitution" => self.out.unresolved("process_substitution"),
             "variable_assignment" => self.assignment(node),
+            "file_redirect" => self.redirect(node),
             "arithmetic_expansion" | "test_command" => {
                 let t = self.text(node);
                 if t.contains('[') && (t.contains("$(") || t.contains('`')) {
@@ -223,6 +265,34 @@ impl Walker<'_, '_> {
             if is_injection_variable(name) {
                 self.out.unresolved("environment_injection");
             }
+        }
+    }
+
+    /// A `file_redirect`: `[N]op destination`. Duplications and closes (`>&2`, `<&0`, `>&-`)
+    /// open no file.
+    fn redirect(&mut self, node: Node<'_>) {
+        let mut op = "";
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            if !child.is_named() && child.kind().contains(['<', '>']) {
+                op = child.kind();
+                break;
+            }
+        }
+        let Some(dest) = node.child_by_field_name("destination") else {
+            return;
+        };
+        let duplicates = matches!(op, ">&" | "<&" | ">&-" | "<&-");
+        if duplicates && (dest.kind() == "number" || self.text(dest) == "-") {
+            return;
+        }
+        let word = self.word(dest);
+        match word.text {
+            Some(path) if !word.globby && !path.is_empty() => {
+                let write = !matches!(op, "<" | "<&");
+                self.out.redirects.push(Redirect { path, write });
+            }
+            _ => self.out.unresolved("dynamic_redirect_target"),
         }
     }
 
@@ -528,9 +598,53 @@ mod tests {
             ("/bin/r? -rf /", "glob_in_command_name"),
             ("PATH=/tmp/evil ls", "environment_injection"),
             ("diff <(ls a) <(ls b)", "process_substitution"),
+            ("echo x > $HOME/.bashrc", "dynamic_redirect_target"),
+            ("echo x > ~/.bashrc", "dynamic_redirect_target"),
+            ("echo x > *.rc", "dynamic_redirect_target"),
+            (
+                "cd /etc && echo x > passwd",
+                "directory_change_before_redirect",
+            ),
         ] {
             let (_, u) = programs(line);
             assert!(u.contains(&what), "{line}: {u:?}");
         }
+    }
+
+    #[test]
+    fn file_redirections_are_reported_and_duplications_are_not() {
+        let r = |line: &str| {
+            parse_command_line(line)
+                .redirects
+                .into_iter()
+                .map(|r| (r.path, r.write))
+                .collect::<Vec<_>>()
+        };
+        let w = |p: &str| (p.to_owned(), true);
+        assert_eq!(r("echo a > f"), vec![w("f")]);
+        assert_eq!(r("echo a >> 'f g' 2>&1"), vec![w("f g")]);
+        assert_eq!(r("cat < in >&2"), vec![("in".to_owned(), false)]);
+        assert_eq!(
+            r("ls &> out; x >| y; z >& o"),
+            vec![w("out"), w("y"), w("o")]
+        );
+        assert_eq!(
+            r("echo > 2"),
+            vec![w("2")],
+            "only >&N duplicates a descriptor"
+        );
+        assert_eq!(r("cmd 1>&- 2>/dev/null"), vec![w("/dev/null")]);
+        assert_eq!(r("{ echo; } > g"), vec![w("g")]);
+        assert_eq!(r("while true; do :; done > w"), vec![w("w")]);
+        assert_eq!(
+            r("bash -c 'echo x >> /etc/profile'"),
+            vec![w("/etc/profile")]
+        );
+        assert_eq!(r("cat <<EOF\nhi\nEOF"), vec![]);
+        assert_eq!(r("cat <<< hi"), vec![]);
+        assert!(
+            parse_command_line("echo 2>/dev/null").redirects[0].is_standard_stream()
+                && !parse_command_line("echo > /dev/sda").redirects[0].is_standard_stream()
+        );
     }
 }
