@@ -12,12 +12,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use regex::{RegexSet, RegexSetBuilder};
 
 use crate::action::{ActionKind, Effect};
 use crate::check::env::{DroppedVar, filter_env};
 use crate::check::file::{FilePolicyChecker, FileRoots};
 use crate::policy::CompiledPolicy;
+use crate::policy::glob::glob_regex;
 use crate::protocol::{
     BackendRequirement, SandboxMode, TurnProcessPolicySnapshot, TurnSandboxSnapshot,
 };
@@ -135,7 +136,7 @@ impl ProcessSpawnPlan {
         let parsed = shell::parse_command_line(line);
         let denied = compile_globs(&process.denied_commands);
         let families = if process.allowed_command_families.is_empty() {
-            Ok(GlobSet::empty())
+            Ok(RegexSet::empty())
         } else {
             compile_globs(&process.allowed_command_families)
         };
@@ -244,19 +245,19 @@ fn basename(program: &str) -> &str {
     program.rsplit('/').next().unwrap_or(program)
 }
 
-/// Compile program globs, case-folded. `Err` when any pattern is invalid (the caller fails
-/// closed for deny lists and ignores grants).
-fn compile_globs(patterns: &[String]) -> Result<GlobSet, ()> {
+/// Compile program globs, case-folded (`?` is one character, as in policy rules). `Err` when
+/// any pattern is invalid (the caller fails closed for deny lists and ignores grants).
+fn compile_globs(patterns: &[String]) -> Result<RegexSet, ()> {
     if patterns.is_empty() {
-        return Ok(GlobSet::empty());
+        return Ok(RegexSet::empty());
     }
-    let mut builder = GlobSetBuilder::new();
-    for p in patterns {
-        let glob = GlobBuilder::new(&p.to_lowercase())
-            .literal_separator(false)
-            .build()
-            .map_err(|_| ())?;
-        builder.add(glob);
-    }
-    builder.build().map_err(|_| ())
+    let regexes = patterns
+        .iter()
+        .map(|p| glob_regex(&p.to_lowercase()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| ())?;
+    RegexSetBuilder::new(regexes)
+        .dot_matches_new_line(true)
+        .build()
+        .map_err(|_| ())
 }

@@ -6,11 +6,12 @@ use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::sync::Arc;
 
-use globset::{GlobBuilder, GlobMatcher};
 use regex::bytes::{RegexSet, RegexSetBuilder};
+use regex::{Regex, RegexBuilder};
 
 use crate::action::{Action, ActionKind, Effect};
 use crate::error::PolicyError;
+use crate::policy::glob::glob_regex;
 use crate::policy::normalize::{
     basename, fold_case, fold_platform_separators, nfc, normalize_network_target,
     normalize_path_lexically,
@@ -28,14 +29,14 @@ pub const TARGET_LAYER: &str = "target";
 struct Entry {
     rule: Arc<Rule>,
     layer: Arc<str>,
-    tool: Option<GlobMatcher>,
+    tool: Option<Regex>,
     /// Position in the policy (layer order, then rule order); the lowest match decides.
     order: usize,
 }
 
 /// Rules of one kind compiled into one multi-pattern regex set: one automaton pass per
 /// candidate, whatever the rule count. The regexes are globset's own translation of each
-/// glob, so the glob semantics are globset's.
+/// glob in Unicode mode ([`glob_regex`]): globset's syntax, `?` one character.
 #[derive(Debug)]
 struct RuleSet {
     set: Option<RegexSet>,
@@ -145,22 +146,23 @@ fn build_set(
                     message,
                 };
             let text = compile_pattern(kind, &rule.pattern, fold);
-            let glob = GlobBuilder::new(&text)
-                .literal_separator(false)
-                .backslash_escape(!cfg!(windows))
-                .build()
+            let regex = glob_regex(&text)
                 .map_err(|e| glob_error("pattern", &rule.pattern, e.kind().to_string()))?;
             let tool = match &rule.tool {
                 None => None,
                 Some(t) => Some(
-                    GlobBuilder::new(&nfc(t))
-                        .literal_separator(false)
-                        .build()
-                        .map_err(|e| glob_error("tool", t, e.kind().to_string()))?
-                        .compile_matcher(),
+                    glob_regex(&nfc(t))
+                        .map_err(|e| e.kind().to_string())
+                        .and_then(|re| {
+                            RegexBuilder::new(&re)
+                                .dot_matches_new_line(true)
+                                .build()
+                                .map_err(|e| e.to_string())
+                        })
+                        .map_err(|message| glob_error("tool", t, message))?,
                 ),
             };
-            regexes.push(glob.regex().to_owned());
+            regexes.push(regex);
             entries.push(Entry {
                 rule: Arc::new(rule.clone()),
                 layer: layer_name.clone(),

@@ -7,6 +7,7 @@
 //! handle that answers `check`/`explain`. This module never touches the file system.
 
 mod compiled;
+pub(crate) mod glob;
 mod load;
 mod mode;
 mod normalize;
