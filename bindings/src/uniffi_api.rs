@@ -882,6 +882,199 @@ impl Gate {
     pub fn grant_for_turn(&self, scope_hash: String) {
         self.handle.grant_for_turn(&scope_hash);
     }
+
+    /// Authorize a shell command (`kind` `shell_command`, the command line as `target`, `cwd`
+    /// for its working directory) and, when allowed, run it under the snapshot's sandbox. A
+    /// snapshot that requires a sandbox this platform cannot provide throws
+    /// `SandboxUnavailable`; nothing ever runs unconfined.
+    pub async fn spawn(&self, invocation: Invocation) -> Result<SpawnResult> {
+        Ok(self.handle.spawn(&invocation.into()).await?.into())
+    }
+
+    /// Run a command line that was already authorized (a resumed deferral) under the sandbox:
+    /// the plan is rebuilt from the snapshot, so the environment filter, timeout cap and
+    /// sandbox apply. It does not ask again; authorize (or resume) first.
+    pub async fn run_approved(
+        &self,
+        command_line: String,
+        cwd: Option<String>,
+        tool: Option<String>,
+    ) -> Result<ProcessOutcome> {
+        Ok(self
+            .handle
+            .run_approved(&command_line, cwd.as_deref(), tool.as_deref())
+            .await?
+            .into())
+    }
+
+    /// Authorize a read of `invocation.target` and open it race-free beneath its root. On
+    /// `Opened` the caller owns the returned file descriptor and must close it (the Swift
+    /// layer's `openRead(_:)` wraps it in a `FileHandle` that does).
+    pub async fn open_read(&self, invocation: Invocation) -> Result<OpenResult> {
+        open_result(self.handle.open_read(&invocation.into()).await?)
+    }
+
+    /// Authorize a write of `invocation.target` and open it race-free beneath its root,
+    /// creating or truncating it. On `Opened` the caller owns the returned file descriptor and
+    /// must close it (the Swift layer's `openWrite(_:)` wraps it in a `FileHandle` that does).
+    pub async fn open_write(&self, invocation: Invocation) -> Result<OpenResult> {
+        open_result(self.handle.open_write(&invocation.into()).await?)
+    }
+
+    /// Check a URL and resolve it: connect only to the returned, vetted addresses (none unless
+    /// the verdict allows or asks). Blocks the calling thread on DNS; call it off the main
+    /// actor.
+    pub fn resolve_and_check(&self, url: String, tool: Option<String>) -> NetworkResolution {
+        self.handle.resolve_and_check(&url, tool.as_deref()).into()
+    }
+}
+
+/// A finished command.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct ProcessOutcome {
+    /// The child's pid.
+    pub pid: u32,
+    /// The exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    /// Whether the timeout fired.
+    pub timed_out: bool,
+    /// Wall-clock milliseconds from spawn to exit.
+    pub duration_ms: u64,
+    /// Captured stdout (capped).
+    pub stdout: Vec<u8>,
+    /// Captured stderr (capped).
+    pub stderr: Vec<u8>,
+    /// Whether stdout was truncated.
+    pub stdout_truncated: bool,
+    /// Whether stderr was truncated.
+    pub stderr_truncated: bool,
+    /// What the sandbox enforced (a `SandboxReport`, JSON), when one was requested.
+    pub sandbox: Option<String>,
+}
+
+impl From<crate::gate::ProcessOutcomeRecord> for ProcessOutcome {
+    fn from(o: crate::gate::ProcessOutcomeRecord) -> Self {
+        ProcessOutcome {
+            pid: o.pid,
+            exit_code: o.exit_code,
+            signal: o.signal,
+            timed_out: o.timed_out,
+            duration_ms: o.duration_ms,
+            stdout: o.stdout,
+            stderr: o.stderr,
+            stdout_truncated: o.stdout_truncated,
+            stderr_truncated: o.stderr_truncated,
+            sandbox: o.sandbox.map(|s| s.to_string()),
+        }
+    }
+}
+
+/// What `Gate.spawn` did.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Enum)]
+pub enum SpawnResult {
+    /// The command ran (under the sandbox when the snapshot requires one).
+    Ran {
+        /// The finished process.
+        process: ProcessOutcome,
+    },
+    /// Refused before anything ran.
+    Denied {
+        /// The refusal.
+        denial: Denial,
+    },
+    /// The approver deferred; the `TurnPermissionApprovalRequest` (JSON) is persisted in the
+    /// store. Nothing ran.
+    Deferred {
+        /// The request, exactly as shown.
+        request: String,
+    },
+}
+
+impl From<crate::SpawnRecord> for SpawnResult {
+    fn from(s: crate::SpawnRecord) -> Self {
+        match s {
+            crate::SpawnRecord::Ran(o) => SpawnResult::Ran { process: o.into() },
+            crate::SpawnRecord::Denied(d) => SpawnResult::Denied { denial: d.into() },
+            crate::SpawnRecord::Deferred { request } => SpawnResult::Deferred {
+                request: request.to_string(),
+            },
+        }
+    }
+}
+
+/// What `Gate.open_read`/`Gate.open_write` did. A `File` cannot cross UniFFI, so an opened
+/// file crosses as its raw descriptor, whose ownership passes to the caller.
+// Not `Clone`: a copy would look like a second owner of the descriptor. Not boxed: UniFFI
+// lowers a variant's fields by value (it has no `Box<Record>`), and the value is short-lived.
+#[derive(Debug, PartialEq, Eq, uniffi::Enum)]
+#[allow(clippy::large_enum_variant)]
+pub enum OpenResult {
+    /// Opened race-free beneath its root (close-on-exec).
+    Opened {
+        /// The file descriptor. The caller owns it from here on and must close it exactly once
+        /// (`close(2)`, or `FileHandle(fileDescriptor:closeOnDealloc: true)`, which the Swift
+        /// layer's `openRead(_:)`/`openWrite(_:)` do). Dropping this value without closing the
+        /// descriptor leaks it; nothing on the Rust side closes it any more.
+        fd: i32,
+    },
+    /// Refused (by the policy, the approver, or the race-free open, such as a symlink that
+    /// leads outside the roots). Nothing was opened.
+    Denied {
+        /// The refusal.
+        denial: Denial,
+    },
+}
+
+/// Hand an opened file's descriptor to the caller: `into_raw_fd` gives up Rust's ownership, so
+/// the file is not closed when this returns.
+#[cfg(unix)]
+fn open_result(r: crate::OpenRecord) -> Result<OpenResult> {
+    use std::os::fd::IntoRawFd;
+    Ok(match r {
+        crate::OpenRecord::Opened(file) => OpenResult::Opened {
+            fd: file.into_raw_fd(),
+        },
+        crate::OpenRecord::Denied(d) => OpenResult::Denied {
+            denial: (*d).into(),
+        },
+    })
+}
+
+#[cfg(not(unix))]
+fn open_result(r: crate::OpenRecord) -> Result<OpenResult> {
+    match r {
+        crate::OpenRecord::Opened(file) => {
+            drop(file);
+            Err(TurnGateError::Invalid {
+                message: "race-free opens need a Unix platform (a file descriptor to hand over)"
+                    .to_owned(),
+            })
+        }
+        crate::OpenRecord::Denied(d) => Ok(OpenResult::Denied {
+            denial: (*d).into(),
+        }),
+    }
+}
+
+/// A URL's network check and the vetted addresses to connect to.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct NetworkResolution {
+    /// The check (a deny when a resolved address is forbidden).
+    pub check: NetworkCheck,
+    /// The resolved, vetted socket addresses (`ip:port`, IPv6 bracketed); connect only to
+    /// these. Empty unless the verdict allows or asks.
+    pub addrs: Vec<String>,
+}
+
+impl From<crate::check::NetworkResolutionRecord> for NetworkResolution {
+    fn from(r: crate::check::NetworkResolutionRecord) -> Self {
+        NetworkResolution {
+            check: r.check.into(),
+            addrs: r.addrs,
+        }
+    }
 }
 
 // ---- checkers -------------------------------------------------------------------------------
@@ -968,6 +1161,19 @@ pub struct NetworkCheck {
     pub address_class: Option<String>,
 }
 
+impl From<crate::check::NetworkCheckRecord> for NetworkCheck {
+    fn from(r: crate::check::NetworkCheckRecord) -> Self {
+        NetworkCheck {
+            verdict: r.verdict.into(),
+            host: r.host,
+            port: r.port,
+            host_port: r.host_port,
+            scheme: r.scheme,
+            address_class: r.address_class,
+        }
+    }
+}
+
 /// What the shell parser found in a command line.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
 pub struct ParsedCommandLine {
@@ -1038,14 +1244,7 @@ pub fn check_network(
         &target,
         tool.as_deref(),
     )?;
-    Ok(NetworkCheck {
-        verdict: r.verdict.into(),
-        host: r.host,
-        port: r.port,
-        host_port: r.host_port,
-        scheme: r.scheme,
-        address_class: r.address_class,
-    })
+    Ok(r.into())
 }
 
 /// What the shell parser finds in a command line.

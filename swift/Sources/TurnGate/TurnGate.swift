@@ -1,6 +1,8 @@
 // The idiomatic Swift layer over the UniFFI-generated bindings (module TurnGateBindings, which
-// this module re-exports). It adds Swift names where UniFFI's are rough, a closure approver, and
-// notifications as an AsyncSequence. It decides nothing: every answer comes from turngate-ffi.
+// this module re-exports). It adds Swift names where UniFFI's are rough, a closure approver,
+// notifications as an AsyncSequence, and gated opens as `FileHandle`s (a raw descriptor never
+// reaches the caller). It decides nothing: every answer comes from turngate-ffi.
+import Foundation
 @_exported import TurnGateBindings
 
 extension Policy {
@@ -115,5 +117,103 @@ extension Subscription {
             }
             continuation.onTermination = { _ in task.cancel() }
         }
+    }
+}
+
+// ---- gate effects: spawn, race-free opens, URL resolution ------------------------------------
+
+/// What `Gate.openRead(_:)` or `Gate.openWrite(_:)` did.
+public enum GatedFile {
+    /// Opened race-free beneath its root. The handle owns the descriptor and closes it when it
+    /// is released (or on `close()`).
+    case opened(FileHandle)
+    /// Refused by the policy, the approver, or the race-free open (a symlink leading outside
+    /// the roots). Nothing was opened.
+    case denied(Denial)
+
+    /// The handle, when the file was opened.
+    public var fileHandle: FileHandle? {
+        if case let .opened(handle) = self { return handle }
+        return nil
+    }
+
+    /// The refusal, when the open was denied.
+    public var denial: Denial? {
+        if case let .denied(denial) = self { return denial }
+        return nil
+    }
+}
+
+extension OpenResult {
+    /// Take ownership of the descriptor: an opened file becomes a `FileHandle` that closes it
+    /// on release. Call this exactly once per result; the fd is not usable afterwards through
+    /// anything else.
+    public func adoptingFileHandle() -> GatedFile {
+        switch self {
+        case let .opened(fd): return .opened(FileHandle(fileDescriptor: fd, closeOnDealloc: true))
+        case let .denied(denial): return .denied(denial)
+        }
+    }
+}
+
+extension SpawnResult {
+    /// The finished process, when the command ran.
+    public var process: ProcessOutcome? {
+        if case let .ran(process) = self { return process }
+        return nil
+    }
+
+    /// The refusal, when the command was denied (nothing ran).
+    public var denial: Denial? {
+        if case let .denied(denial) = self { return denial }
+        return nil
+    }
+}
+
+extension ProcessOutcome {
+    /// True when the process exited with code 0 (not signalled, not timed out).
+    public var succeeded: Bool { exitCode == 0 && !timedOut }
+}
+
+extension Gate {
+    /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox
+    /// (`cwd` defaults to the workspace). Throws `SandboxUnavailable` when the snapshot requires
+    /// a sandbox this platform cannot provide; nothing runs unconfined.
+    public func spawn(_ commandLine: String, cwd: String? = nil, tool: String? = nil) async throws
+        -> SpawnResult
+    {
+        try await spawn(
+            invocation: Invocation(
+                kind: "shell_command", target: commandLine, tool: tool, itemId: nil, toolId: nil,
+                cwd: cwd))
+    }
+
+    /// Authorize a read of `invocation.target` and open it race-free beneath its root.
+    public func openRead(_ invocation: Invocation) async throws -> GatedFile {
+        try await openRead(invocation: invocation).adoptingFileHandle()
+    }
+
+    /// Authorize a read of `path` (absolute, or relative to the workspace) and open it
+    /// race-free beneath its root.
+    public func openRead(_ path: String, tool: String? = nil) async throws -> GatedFile {
+        try await openRead(Invocation("file_read", path, tool: tool))
+    }
+
+    /// Authorize a write of `invocation.target` and open it race-free beneath its root,
+    /// creating or truncating it.
+    public func openWrite(_ invocation: Invocation) async throws -> GatedFile {
+        try await openWrite(invocation: invocation).adoptingFileHandle()
+    }
+
+    /// Authorize a write of `path` (absolute, or relative to the workspace) and open it
+    /// race-free beneath its root, creating or truncating it.
+    public func openWrite(_ path: String, tool: String? = nil) async throws -> GatedFile {
+        try await openWrite(Invocation("file_write", path, tool: tool))
+    }
+
+    /// Check a URL and resolve it: connect only to `addrs` (empty unless the verdict allows or
+    /// asks). Blocks the calling thread on DNS; call it off the main actor.
+    public func resolveAndCheck(_ url: String, tool: String? = nil) -> NetworkResolution {
+        resolveAndCheck(url: url, tool: tool)
     }
 }
