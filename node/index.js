@@ -142,6 +142,52 @@ Object.defineProperty(native.Policy.prototype, 'checkBatch', { value: checkBatch
 Object.defineProperty(native.Policy.prototype, 'checkBatchNative', { value: nativeCheckBatch, writable: true, enumerable: false, configurable: true })
 delete native.Policy.prototype.checkBatchFlat
 
+// ---- guard ----------------------------------------------------------------------------------
+
+/** A refusal raised by a guarded function with `onDeny: 'throw'`: the function did not run.
+ * `reason`, `toolResult`, `kind`, `target` and `outcome` (`denied` or `deferred`) are set. */
+class PermissionDeniedError extends TurnGateError {}
+
+function refusalText(auth) {
+  if (auth.denial) return auth.denial.toolResult
+  const why = (auth.request && auth.request.reason) || 'waiting for approval'
+  return `Permission pending: ${why}. The action did not run; continue without it or wait for the approval.`
+}
+
+/** `gate.guard({ kind, target, tool?, onDeny? }, fn)`: `fn` wrapped so that every call is
+ * authorized first (the same `authorize` as always; this only calls it). `target` is a string or
+ * a function of the call's arguments; `tool` defaults to `fn.name`. Allowed: `fn` runs with its
+ * own arguments and `this`, and its result is returned. Refused (denied, or deferred): `fn` does
+ * not run, and the wrapper returns the denial's `toolResult` (the text a model can adapt to), or
+ * with `onDeny: 'throw'` rejects with a `PermissionDeniedError`. */
+function guard(options, fn) {
+  const invalid = (message) => new InvalidInputError(`guard: ${message}`, 'Invalid')
+  if (options === null || typeof options !== 'object') throw invalid('options must be an object { kind, target, tool?, onDeny? }')
+  const { kind, target, tool, onDeny = 'return' } = options
+  if (typeof kind !== 'string') throw invalid(`options.kind must be an action kind name, not ${JSON.stringify(kind)}`)
+  if (typeof target !== 'string' && typeof target !== 'function') throw invalid('options.target must be a string or a function of the call\'s arguments')
+  if (tool != null && typeof tool !== 'string') throw invalid('options.tool must be a string')
+  if (onDeny !== 'return' && onDeny !== 'throw') throw invalid(`options.onDeny must be 'return' or 'throw', not ${JSON.stringify(onDeny)}`)
+  if (typeof fn !== 'function') throw invalid('the second argument must be the function to guard')
+  const gate = this
+  const name = tool ?? (fn.name || undefined)
+  const guarded = async function (...args) {
+    const value = typeof target === 'function' ? target(...args) : target
+    const resolved = String(value)
+    const auth = await gate.authorize(name === undefined ? { kind, target: resolved } : { kind, target: resolved, tool: name })
+    if (auth.outcome === 'allowed') return await fn.apply(this, args)
+    const text = refusalText(auth)
+    if (onDeny === 'throw') {
+      const reason = auth.denial ? auth.denial.reason : 'deferred'
+      throw new PermissionDeniedError(text, 'PermissionDenied', { reason, toolResult: text, kind, target: resolved, outcome: auth.outcome })
+    }
+    return text
+  }
+  Object.defineProperty(guarded, 'name', { value: fn.name ? `guarded ${fn.name}` : 'guarded' })
+  return guarded
+}
+Object.defineProperty(native.Gate.prototype, 'guard', { value: guard, writable: true, enumerable: false, configurable: true })
+
 const ACTION_KINDS = Object.freeze([
   'file_read',
   'file_write',
@@ -170,4 +216,5 @@ module.exports = {
   ApprovalError,
   RunError,
   InvalidInputError,
+  PermissionDeniedError,
 }

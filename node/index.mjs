@@ -27,6 +27,7 @@ export const {
   planSpawn,
   resolveAndCheckNetwork,
   InvalidInputError,
+  PermissionDeniedError,
   Policy,
   capFromParent,
   ensureNativeShellAllowed,

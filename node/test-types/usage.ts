@@ -1,6 +1,6 @@
 // Type-checked by test/dts.test.mjs (tsc --strict): the checked-in index.d.ts describes the
 // package as a TypeScript user calls it. Never run.
-import { Policy, Gate, Store, Approver, Broker, PolicyError, TurnGateError, resolve, probePlatform, type Verdict, type Effect } from '../index.js'
+import { Policy, Gate, Store, Approver, Broker, PolicyError, TurnGateError, PermissionDeniedError, resolve, probePlatform, type Verdict, type Effect } from '../index.js'
 async function main() {
   const p = Policy.default({ providerHost: 'api.example.com' })
   const e: Effect = p.check('file_read', 'x')
@@ -16,6 +16,13 @@ async function main() {
   p.check('file_reed', 'x')
   // @ts-expect-error: not an effect
   p.rule('file_read', 'maybe', '**')
-  return [e, v, a.outcome]
+  const read = gate.guard({ kind: 'file_read', target: (p: string) => p }, async (p: string) => p.length)
+  const n: number | string = await read('x')
+  const strict = gate.guard({ kind: 'file_read', target: (p: string) => p, onDeny: 'throw' }, (p: string) => p.length)
+  const m: number = await strict('x')
+  try { await strict('y') } catch (err) { if (err instanceof PermissionDeniedError) { const why: string = err.reason; err.outcome } }
+  // @ts-expect-error: target takes the function's arguments
+  gate.guard({ kind: 'file_read', target: (p: number) => String(p) }, (p: string) => p)
+  return [e, v, a.outcome, n, m]
 }
 main()
