@@ -11,31 +11,41 @@ pub struct Outcome {
     pub verdict: Verdict,
     pub input: String,
     pub normalized: String,
+    /// For a shell command that is denied or asks: the part of the line that decided.
+    pub decided_by: Option<String>,
 }
 
 impl Outcome {
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "effect": self.verdict.effect,
             "rule": self.verdict.rule,
             "layer": &*self.verdict.layer,
             "reason": self.verdict.reason,
             "target": {"input": self.input, "normalized": self.normalized},
-        })
+        });
+        if let (Some(part), Some(map)) = (&self.decided_by, v.as_object_mut()) {
+            map.insert("decided_by".to_owned(), json!(part));
+        }
+        v
     }
 
     pub fn to_line(&self) -> String {
         let rule = self.verdict.rule.as_ref().map_or("(none)".to_owned(), |r| {
             format!("{} {} {}", r.kind, r.effect, r.pattern)
         });
-        format!(
+        let line = format!(
             "{}  layer={} rule={} reason={} target={}",
             self.verdict.effect,
             self.verdict.layer,
             rule,
             self.verdict.reason.as_str(),
             self.normalized
-        )
+        );
+        match &self.decided_by {
+            Some(part) => format!("{line}  decided_by={part}"),
+            None => line,
+        }
     }
 }
 
@@ -53,5 +63,6 @@ pub fn check(
         verdict: evaluation.verdict,
         input: target.to_owned(),
         normalized: evaluation.target,
+        decided_by: evaluation.decided_by,
     })
 }

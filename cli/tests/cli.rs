@@ -131,6 +131,32 @@ fn check_exit_codes_and_json() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["effect"], "deny");
     assert_eq!(v["reason"], "outside_roots");
+    assert!(
+        v.get("decided_by").is_none(),
+        "only shell lines name a deciding part"
+    );
+
+    // A shell line names the part that decided: here the file its redirection writes.
+    let out = turngate(
+        &env,
+        &[
+            "check",
+            "shell_command",
+            "echo x >> /etc/profile",
+            "--mode",
+            "auto_accept_edits",
+            "--workspace",
+            &ws,
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["reason"], "outside_roots");
+    assert_eq!(
+        v["decided_by"],
+        "the redirection that writes `/etc/profile`"
+    );
 }
 
 #[test]
@@ -273,6 +299,13 @@ fn run_redirect_outside_the_roots_is_denied_before_it_runs() {
     assert_eq!(out.status.code(), Some(126));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("outside_roots"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the redirection that writes `{}`",
+            target.display()
+        )),
+        "the denial names the file: {stderr}"
+    );
     assert!(!marker.exists(), "nothing of a denied line runs");
     assert!(!target.exists());
 }

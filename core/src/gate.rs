@@ -163,6 +163,9 @@ pub struct Evaluation {
     /// The canonical target judged: the resolved path, `host:port`, or the command line as
     /// given. Approval scopes and stored actions use it.
     pub target: String,
+    /// For a shell command that is denied or asks: the part of the line that decided, in
+    /// words (see [`ProcessSpawnPlan::decided_by`]).
+    pub decided_by: Option<String>,
 }
 
 /// Evaluate one call with the checker of its kind against `snapshot` and its compiled
@@ -200,7 +203,11 @@ fn evaluate_with_roots(
             let target = resolved
                 .or(lexical)
                 .map_or_else(|| inv.target.clone(), |p| p.to_string_lossy().into_owned());
-            Evaluation { verdict, target }
+            Evaluation {
+                verdict,
+                target,
+                decided_by: None,
+            }
         }
         ActionKind::Network => {
             let check =
@@ -213,12 +220,13 @@ fn evaluate_with_roots(
             Evaluation {
                 verdict: check.verdict,
                 target,
+                decided_by: None,
             }
         }
-        ActionKind::ShellCommand => Evaluation {
+        ActionKind::ShellCommand => {
             // The verdict never depends on the environment, so evaluation skips collecting and
             // filtering it; `run_approved` builds the plan with the real one.
-            verdict: plan(
+            let plan = plan(
                 snapshot,
                 policy,
                 roots,
@@ -226,13 +234,17 @@ fn evaluate_with_roots(
                 inv.cwd.as_deref(),
                 tool,
                 Vec::new(),
-            )
-            .verdict,
-            target: inv.target.clone(),
-        },
+            );
+            Evaluation {
+                decided_by: plan.decided_by(),
+                verdict: plan.verdict,
+                target: inv.target.clone(),
+            }
+        }
         _ => Evaluation {
             verdict: policy.explain_parts(inv.kind, &inv.target, tool),
             target: inv.target.clone(),
+            decided_by: None,
         },
     }
 }
@@ -445,7 +457,10 @@ impl Gate {
         };
         match eval.verdict.effect {
             Effect::Deny => {
-                let reason = describe(&eval.verdict);
+                let reason = match &eval.decided_by {
+                    Some(part) => format!("{}: {part}", describe(&eval.verdict)),
+                    None => describe(&eval.verdict),
+                };
                 self.deny(inv, action, reason, Some(eval.verdict))
             }
             Effect::Allow => {

@@ -54,6 +54,17 @@ pub struct CommandVerdict {
     pub verdict: Verdict,
 }
 
+/// One file the shell would open for a redirection, and the file checker's verdict on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedirectVerdict {
+    /// The redirection as written.
+    pub redirect: shell::Redirect,
+    /// The path judged (the target joined to the plan's cwd).
+    pub path: PathBuf,
+    /// The file checker's verdict (`file_write`, or `file_read` for `<`).
+    pub verdict: Verdict,
+}
+
 /// A checked plan to run one command line. Run it only when `verdict.effect` is allow (or
 /// ask and approved), with exactly these fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +91,8 @@ pub struct ProcessSpawnPlan {
     pub sandbox_required: bool,
     /// Every simple command found, with its verdict.
     pub commands: Vec<CommandVerdict>,
+    /// Every file redirection (standard streams and `/dev/null` excepted), with its verdict.
+    pub redirects: Vec<RedirectVerdict>,
     /// The constructs that could not be resolved statically.
     pub unresolved: Vec<&'static str>,
 }
@@ -88,6 +101,33 @@ impl ProcessSpawnPlan {
     /// True when the plan may run without asking.
     pub fn is_allowed(&self) -> bool {
         self.verdict.effect == Effect::Allow
+    }
+
+    /// The part of the line that set a deny or ask verdict, in words (`` command `rm` ``,
+    /// `` the redirection to `/etc/profile` ``, ...); `None` for an allow, or when the verdict
+    /// came from the line as a whole (the shell disabled, an invalid line).
+    pub fn decided_by(&self) -> Option<String> {
+        if self.verdict.effect == Effect::Allow {
+            return None;
+        }
+        let same = |v: &Verdict| v.effect == self.verdict.effect && v.reason == self.verdict.reason;
+        if let Some(c) = self.commands.iter().find(|c| same(&c.verdict)) {
+            return Some(format!("command `{}`", c.command.program));
+        }
+        if let Some(r) = self.redirects.iter().find(|r| same(&r.verdict)) {
+            let what = if r.redirect.write { "writes" } else { "reads" };
+            return Some(format!(
+                "the redirection that {what} `{}`",
+                r.path.display()
+            ));
+        }
+        if self.verdict.reason == Reason::UnresolvedShellConstruct && !self.unresolved.is_empty() {
+            return Some(format!(
+                "not statically resolvable: {}",
+                self.unresolved.join(", ")
+            ));
+        }
+        None
     }
 
     /// Build the plan for `request` from the turn's snapshot parts and policy.
@@ -121,6 +161,7 @@ impl ProcessSpawnPlan {
             sandbox_required: sandbox.mode != SandboxMode::Unrestricted
                 || sandbox.backend_requirement == BackendRequirement::Required,
             commands: Vec::new(),
+            redirects: Vec::new(),
             unresolved: Vec::new(),
         };
         // 1. Shell enablement.
@@ -206,8 +247,14 @@ impl ProcessSpawnPlan {
             } else {
                 ActionKind::FileRead
             };
-            let check = files.check(kind, plan.cwd.join(&redirect.path), request.tool);
-            verdict = verdict.stricter(check.verdict);
+            let path = plan.cwd.join(&redirect.path);
+            let check = files.check(kind, &path, request.tool);
+            verdict = verdict.stricter(check.verdict.clone());
+            plan.redirects.push(RedirectVerdict {
+                redirect: redirect.clone(),
+                path,
+                verdict: check.verdict,
+            });
         }
         // 5. Environment filtering.
         let untrusted: Vec<PathBuf> = roots.writable_paths();
