@@ -1,5 +1,5 @@
 //! The C ABI: `extern "C"` entry points over the facade, for C and everything that speaks C.
-//! The header `bindings/include/turngate.h` is generated from this file by cbindgen and checked
+//! The header `bindings/include/turngate.h` is generated from this module by cbindgen and checked
 //! in; `tests/c_header.rs` fails when it is stale.
 //!
 //! Conventions, for every function:
