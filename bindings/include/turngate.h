@@ -5,8 +5,10 @@
  * through out_* pointers, which are set (to NULL) before any work. On failure,
  * tg_last_error_message() names the bad input. Strings are NUL-terminated UTF-8; input strings
  * are borrowed for the call; every char* result is owned by the caller and released with
- * tg_string_free; a TgPolicy is released with tg_policy_free and may be shared across threads.
- * No panic crosses this boundary (it is reported as TG_STATUS_PANIC).
+ * tg_string_free; each handle (TgPolicy, TgStore, TgApprover, TgGate) is released with its
+ * _free function and may be shared across threads. Protocol objects cross as JSON text. The
+ * tg_gate_* calls that run the gate block the calling thread until decided. No panic crosses
+ * this boundary (it is reported as TG_STATUS_PANIC).
  */
 
 #ifndef TURNGATE_H
@@ -74,12 +76,72 @@ typedef enum TgStatus {
    * A panic was caught at the boundary (a bug in turngate; please report it).
    */
   TG_STATUS_PANIC = 8,
+  /**
+   * An approval operation was refused: an unknown or already resolved request, a decision
+   * the request does not offer, a deferral with nowhere to persist it.
+   */
+  TG_STATUS_APPROVAL = 9,
+  /**
+   * A command could not be run (spawn or I/O failed, or the sandbox could not be applied in
+   * the child). Nothing ran unconfined.
+   */
+  TG_STATUS_RUN = 10,
 } TgStatus;
+
+/**
+ * Who answers a gate's asks (opaque). Create with `tg_approver_builtin` or
+ * `tg_approver_from_callback`, release with `tg_approver_free`; a gate made with it keeps its
+ * own reference.
+ */
+typedef struct TgApprover TgApprover;
+
+/**
+ * The gate of one turn (opaque). Create with `tg_gate_new`, release with `tg_gate_free`. It
+ * may be used from many threads at once.
+ */
+typedef struct TgGate TgGate;
 
 /**
  * A compiled policy (opaque). Create with `tg_policy_from_*`, release with `tg_policy_free`.
  */
 typedef struct TgPolicy TgPolicy;
+
+/**
+ * An open audit store (opaque), shared by gates. Open with `tg_store_open`, release with
+ * `tg_store_free`; a gate made from it keeps its own reference.
+ */
+typedef struct TgStore TgStore;
+
+/**
+ * An approver callback. Called with `user_data`, the ask as JSON text (`{"request", "action",
+ * "verdict"}`: the `TurnPermissionApprovalRequest` exactly as shown, the action that would
+ * run, the ask verdict; borrowed for the call), and `out_decision_json`, which is NULL on
+ * entry.
+ *
+ * Answer by storing a decision in `*out_decision_json` and returning 0 (`TG_STATUS_OK`):
+ * `{"decision": "approve"}` (also `"allow"`; optionally `"modified": {"kind", "target",
+ * "tool"?}` to run instead and `"remember": [{"kind", "effect", "pattern", "tool"?}]`, both
+ * re-checked), `{"decision": "deny", "reason": "..."}` or `{"decision": "defer"}` (the request
+ * is persisted for `tg_gate_resume_json`).
+ *
+ * Ownership: `*out_decision_json`, when set, must be allocated with `malloc` (`strdup`,
+ * `asprintf`, ...); turngate copies it and releases it with `free`, whatever the status. A
+ * non-zero return is a failure: the gate records a denial whose reason carries the returned
+ * value and the text in `*out_decision_json`, if any. No answer, or an answer that does not
+ * parse as a decision, is likewise a denial with the reason.
+ *
+ * Threads: the callback runs on a turngate worker thread, not the thread that called the
+ * gate, and may run on several threads at once; it may block (a prompt) for as long as the
+ * decision takes, and the gate call waits. It must not unwind (no C++ exception or `longjmp`
+ * out of it) and must not call the blocking `tg_gate_*` functions (they refuse there).
+ */
+typedef int32_t (*TgDecideFn)(void *user_data, const char *ask_json, char **out_decision_json);
+
+/**
+ * Releases an approver callback's `user_data`; called once, when the last approver and gate
+ * holding it are released.
+ */
+typedef void (*TgFreeFn)(void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -285,6 +347,15 @@ enum TgStatus tg_render_permissions_section(const char *profile, char **out_text
 enum TgStatus tg_map_cli_runtime_json(const char *runtime, const char *mode, char **out_json);
 
 /**
+ * The probed `PlatformCapabilities` of this machine (OS, Landlock ABI, seccomp, ...), as JSON:
+ * the `platform` of a `ResolveContext`. `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `out_json` writable.
+ */
+enum TgStatus tg_probe_platform_json(char **out_json);
+
+/**
  * Applies one reducer input (`{"audit_event": ...}` or `{"notification": ...}`) to a
  * `ClientState` (NULL for the empty state), giving the next state as JSON. `*out_json` is
  * owned by the caller.
@@ -370,6 +441,432 @@ enum TgStatus tg_json_get_string(const char *json, const char *key, char **out_t
  * `a` and `b` are NUL-terminated; `out_equal` writable.
  */
 enum TgStatus tg_json_equal(const char *a, const char *b, int32_t *out_equal);
+
+/**
+ * The C library's `free`, for the callback's `malloc`ed answer.
+ */
+extern void free(void *ptr);
+
+/**
+ * A built-in approver: `approve_all` (every ask approved, then re-checked), `deny_all` (the
+ * safe default for unattended runs) or `defer_all` (every ask persisted for
+ * `tg_gate_resume_json`). On success `*out_approver` is owned by the caller (release with
+ * `tg_approver_free`).
+ *
+ * # Safety
+ * `name` is NUL-terminated; `out_approver` writable.
+ */
+enum TgStatus tg_approver_builtin(const char *name, struct TgApprover **out_approver);
+
+/**
+ * An approver that calls `decide` (see `TgDecideFn` for the answer, its ownership and the
+ * threads it runs on) with `user_data` for each ask. `user_data` may be NULL; it must be
+ * usable from any thread, from several at once. `free_user_data` (may be NULL) is called with
+ * `user_data` exactly once, when this approver and every gate made with it are released. On
+ * failure nothing is taken: `free_user_data` is not called. On success `*out_approver` is
+ * owned by the caller (release with `tg_approver_free`).
+ *
+ * # Safety
+ * `decide` and `free_user_data` are NULL or functions with these signatures that stay
+ * callable until `free_user_data` has run; `out_approver` writable.
+ */
+enum TgStatus tg_approver_from_callback(TgDecideFn decide,
+                                        void *user_data,
+                                        TgFreeFn free_user_data,
+                                        struct TgApprover **out_approver);
+
+/**
+ * Releases an approver. NULL is a no-op. Gates made with it keep working (they hold their
+ * own reference).
+ *
+ * # Safety
+ * `approver` is NULL or an approver from this library that has not been freed, and no other
+ * thread is using it.
+ */
+void tg_approver_free(struct TgApprover *approver);
+
+/**
+ * Checks a path with the file checker of a `TurnSandboxSnapshot` (JSON, e.g. a snapshot's
+ * `sandbox`) and `policy`. `kind` is `file_read` or `file_write`; `tool` may be NULL. Writes
+ * `{"verdict", "lexical", "resolved", "root"}` (the normalized path, the path with symlinks
+ * resolved, the root it lies under; each null when unknown). `*out_json` is owned by the
+ * caller.
+ *
+ * # Safety
+ * `sandbox`, `kind`, `path` are NUL-terminated; `tool` NULL or NUL-terminated; `policy` a live
+ * policy; `out_json` writable.
+ */
+enum TgStatus tg_check_file_json(const char *sandbox,
+                                 const struct TgPolicy *policy,
+                                 const char *kind,
+                                 const char *path,
+                                 const char *tool,
+                                 char **out_json);
+
+/**
+ * Checks a network target (a URL or `host[:port]`) with the network checker of a
+ * `TurnNetworkPolicySnapshot` (JSON, e.g. a snapshot's `network`) and `policy`, without
+ * resolving it. Writes `{"verdict", "host", "port", "host_port", "scheme", "address_class"}`.
+ * `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `network`, `target` are NUL-terminated; `tool` NULL or NUL-terminated; `policy` a live
+ * policy; `out_json` writable.
+ */
+enum TgStatus tg_check_network_json(const char *network,
+                                    const struct TgPolicy *policy,
+                                    const char *target,
+                                    const char *tool,
+                                    char **out_json);
+
+/**
+ * `tg_check_network_json`, then resolves the host and vets every address (DNS rebinding to a
+ * forbidden address is a deny). Writes the check plus `addrs`, the `ip:port` addresses to
+ * connect to (empty unless allowed or asked). Blocks on DNS. `*out_json` is owned by the
+ * caller.
+ *
+ * # Safety
+ * As `tg_check_network_json`.
+ */
+enum TgStatus tg_resolve_and_check_network_json(const char *network,
+                                                const struct TgPolicy *policy,
+                                                const char *target,
+                                                const char *tool,
+                                                char **out_json);
+
+/**
+ * The spawn plan of a command line under a `TurnSandboxSnapshot` and a
+ * `TurnProcessPolicySnapshot` (JSON, e.g. a snapshot's `sandbox` and `process`) and `policy`.
+ * `request` is `{"command_line", "cwd"?, "env"?: [[name, value], ...], "timeout_ms"?,
+ * "tool"?}`. Writes `{"verdict", "argv", "cwd", "env": {"vars": [[name, value], ...],
+ * "dropped": [{"name", "reason"}]}, "timeout_ms", "inherit_stdin", "new_session",
+ * "sandbox_required", "commands": [{"program", "args", "verdict"}], "unresolved"}`. Nothing
+ * runs. `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `sandbox`, `process`, `request` are NUL-terminated; `policy` a live policy; `out_json`
+ * writable.
+ */
+enum TgStatus tg_plan_spawn_json(const char *sandbox,
+                                 const char *process,
+                                 const struct TgPolicy *policy,
+                                 const char *request,
+                                 char **out_json);
+
+/**
+ * Filters an environment (`[[name, value], ...]` strings) for a child in `cwd` under
+ * inheritance `mode` (`all`, `filtered`, `none`); `untrusted_path_roots` (a JSON array of
+ * paths, or NULL for none) are removed from PATH. Writes `{"vars": [[name, value], ...],
+ * "dropped": [{"name", "reason"}]}`. `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `env`, `mode`, `cwd` are NUL-terminated; `untrusted_path_roots` NULL or NUL-terminated;
+ * `out_json` writable.
+ */
+enum TgStatus tg_filter_env_json(const char *env,
+                                 const char *mode,
+                                 const char *cwd,
+                                 const char *untrusted_path_roots,
+                                 char **out_json);
+
+/**
+ * What the shell parser finds in a command line: `{"programs", "unresolved", "plain"}` (every
+ * simple command's program, the constructs that cannot be resolved statically, whether the
+ * line is plain words). `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `line` is NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_parse_command_line_json(const char *line, char **out_json);
+
+/**
+ * Evaluates one call under a `TurnExecutionSecuritySnapshot` (JSON) with the checker of its
+ * kind, exactly as the gate does, recording nothing and asking nobody. `invocation` is
+ * `{"kind", "target", "tool"?, "cwd"?}`. Writes `{"verdict", "target"}` (the canonical target
+ * judged). `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `snapshot` and `invocation` are NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_evaluate_json(const char *snapshot, const char *invocation, char **out_json);
+
+/**
+ * A gate for `turn_id` under a `TurnExecutionSecuritySnapshot` (JSON, from
+ * `tg_snapshot_resolve_json`), recording to `store` and asking `approver` on an ask. The gate
+ * holds its own references to `store` and `approver`: the caller keeps and releases its own.
+ * On success `*out_gate` is owned by the caller (release with `tg_gate_free`).
+ *
+ * # Safety
+ * `turn_id` and `snapshot` are NUL-terminated; `store` and `approver` live handles;
+ * `out_gate` writable.
+ */
+enum TgStatus tg_gate_new(const char *turn_id,
+                          const char *snapshot,
+                          const struct TgStore *store,
+                          const struct TgApprover *approver,
+                          struct TgGate **out_gate);
+
+/**
+ * Releases a gate. NULL is a no-op.
+ *
+ * # Safety
+ * `gate` is NULL or a gate from this library that has not been freed, and no other thread is
+ * using it (no call on it is still running).
+ */
+void tg_gate_free(struct TgGate *gate);
+
+/**
+ * The gate's turn id. `*out_text` is owned by the caller.
+ *
+ * # Safety
+ * `gate` is a live gate; `out_text` writable.
+ */
+enum TgStatus tg_gate_turn_id(const struct TgGate *gate, char **out_text);
+
+/**
+ * The gate's `TurnExecutionSecuritySnapshot`, as JSON. `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `gate` is a live gate; `out_json` writable.
+ */
+enum TgStatus tg_gate_snapshot_json(const struct TgGate *gate, char **out_json);
+
+/**
+ * Evaluates one call with the checker of its kind, recording nothing and asking nobody.
+ * `invocation` is `{"kind", "target", "tool"?, "cwd"?}`. Writes `{"verdict", "target"}` (the
+ * canonical target judged). `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `gate` is a live gate; `invocation` NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_gate_evaluate_json(const struct TgGate *gate,
+                                    const char *invocation,
+                                    char **out_json);
+
+/**
+ * Decides one call, blocking until decided: evaluates it with the checker of its kind,
+ * consults the turn's grants, asks the approver on an ask (a deny never reaches it),
+ * re-checks the answer, and records audit rows. `invocation` is `{"kind", "target", "tool"?,
+ * "item_id"?, "tool_id"?, "cwd"?}`. Writes one of
+ * - `{"outcome": "allowed", "kind", "target", "tool", "verdict", "cached_approval",
+ *   "remember"}` (the action to run, canonical target; `remember` the re-checked rules);
+ * - `{"outcome": "denied", "kind", "target", "tool", "reason", "verdict", "tool_result"}`
+ *   (`tool_result` the text to hand the model);
+ * - `{"outcome": "deferred", "request_id", "kind", "target", "tool", "reason", "request"}`
+ *   (the request is persisted in the store; decide it later with `tg_gate_resume_json`).
+ *
+ * A refusal is a result, not a failure: the status is `TG_STATUS_OK`. `*out_json` is owned by
+ * the caller.
+ *
+ * # Safety
+ * `gate` is a live gate; `invocation` NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_gate_authorize_json(const struct TgGate *gate,
+                                     const char *invocation,
+                                     char **out_json);
+
+/**
+ * Decides a deferred request (possibly persisted by another process) with `decision` (JSON, as
+ * a `TgDecideFn` answers: `{"decision": "approve" | "deny" | "defer", ...}`): the stored
+ * action, exactly as shown, is re-checked against this gate's policy. Writes an authorization
+ * as `tg_gate_authorize_json` does; an unknown or already resolved request fails with
+ * `TG_STATUS_APPROVAL`. `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `gate` is a live gate; `request_id` and `decision` NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_gate_resume_json(const struct TgGate *gate,
+                                  const char *request_id,
+                                  const char *decision,
+                                  char **out_json);
+
+/**
+ * Authorizes a shell command and, when allowed, runs it under the snapshot's sandbox, blocking
+ * until it exits. `invocation` is `{"target": command line, "tool"?, "cwd"?, "item_id"?,
+ * "tool_id"?}` (`"kind"`, if given, must be `shell_command`). Writes
+ * - `{"outcome": "ran", "pid", "exit_code", "signal", "timed_out", "duration_ms", "stdout",
+ *   "stderr", "stdout_truncated", "stderr_truncated", "sandbox"}` (`exit_code` null when a
+ *   signal ended it; the output as text, invalid UTF-8 replaced; `sandbox` the
+ *   `SandboxReport` of what the kernel enforced, null when none was required);
+ * - or a denial or deferral as `tg_gate_authorize_json` writes (nothing ran).
+ *
+ * A snapshot that requires a sandbox this platform cannot provide fails with
+ * `TG_STATUS_SANDBOX_UNAVAILABLE`; nothing runs unconfined. `*out_json` is owned by the
+ * caller.
+ *
+ * # Safety
+ * `gate` is a live gate; `invocation` NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_gate_spawn_json(const struct TgGate *gate,
+                                 const char *invocation,
+                                 char **out_json);
+
+/**
+ * Runs a command line that was already authorized (a resumed deferral) under the snapshot's
+ * sandbox, blocking until it exits; `cwd` and `tool` may be NULL. Writes the `"ran"` outcome
+ * of `tg_gate_spawn_json`. `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `gate` is a live gate; `command_line` NUL-terminated; `cwd`, `tool` NULL or NUL-terminated;
+ * `out_json` writable.
+ */
+enum TgStatus tg_gate_run_approved_json(const struct TgGate *gate,
+                                        const char *command_line,
+                                        const char *cwd,
+                                        const char *tool,
+                                        char **out_json);
+
+/**
+ * Authorizes a read of `invocation`'s target (`{"target": path, "tool"?, "item_id"?,
+ * "tool_id"?}`; `"kind"`, if given, must be `file_read`) and opens it race-free beneath its
+ * root (`openat2` with `RESOLVE_BENEATH` on Linux), blocking until decided. When opened,
+ * `*out_fd` is a read-only descriptor owned by the caller (release with `close`) and
+ * `*out_denial_json` stays NULL. When refused (by the policy, the approver, a deferral or the
+ * race-free open), `*out_fd` is -1 and `*out_denial_json` the denial as
+ * `tg_gate_authorize_json` writes it, owned by the caller; the status is still
+ * `TG_STATUS_OK`.
+ *
+ * # Safety
+ * `gate` is a live gate; `invocation` NUL-terminated; `out_fd` and `out_denial_json` writable.
+ */
+enum TgStatus tg_gate_open_read(const struct TgGate *gate,
+                                const char *invocation,
+                                int *out_fd,
+                                char **out_denial_json);
+
+/**
+ * `tg_gate_open_read` for a write: authorizes a write of the target (`"kind"`, if given, must
+ * be `file_write`) and opens it race-free, created or truncated; `*out_fd` is a write-only
+ * descriptor owned by the caller (release with `close`).
+ *
+ * # Safety
+ * As `tg_gate_open_read`.
+ */
+enum TgStatus tg_gate_open_write(const struct TgGate *gate,
+                                 const char *invocation,
+                                 int *out_fd,
+                                 char **out_denial_json);
+
+/**
+ * Checks a URL (or `host[:port]`) against the turn's network policy and resolves it, vetting
+ * every address; `tool` may be NULL. Writes `{"verdict", "host", "port", "host_port",
+ * "scheme", "address_class", "addrs"}`: connect only to `addrs` (`ip:port`, empty unless
+ * allowed or asked). Blocks on DNS; records nothing. `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `gate` is a live gate; `url` NUL-terminated; `tool` NULL or NUL-terminated; `out_json`
+ * writable.
+ */
+enum TgStatus tg_gate_resolve_and_check_json(const struct TgGate *gate,
+                                             const char *url,
+                                             const char *tool,
+                                             char **out_json);
+
+/**
+ * Grants `scope_hash` (from `tg_scope_hash`) for the rest of the turn: a later ask with that
+ * scope is allowed without asking (`cached_approval`), still re-checked against the policy.
+ *
+ * # Safety
+ * `gate` is a live gate; `scope_hash` NUL-terminated.
+ */
+enum TgStatus tg_gate_grant_for_turn(const struct TgGate *gate, const char *scope_hash);
+
+/**
+ * Opens (creating if needed) the SQLite store at `path`. On success `*out_store` is a new
+ * store owned by the caller (release with `tg_store_free`).
+ *
+ * # Safety
+ * `path` is NUL-terminated; `out_store` writable.
+ */
+enum TgStatus tg_store_open(const char *path, struct TgStore **out_store);
+
+/**
+ * Releases a store. NULL is a no-op. Gates made from it keep working (they hold their own
+ * reference); the file closes when the last one is released.
+ *
+ * # Safety
+ * `store` is NULL or a store from this library that has not been freed, and no other thread
+ * is using it.
+ */
+void tg_store_free(struct TgStore *store);
+
+/**
+ * The store's file path. `*out_path` is owned by the caller.
+ *
+ * # Safety
+ * `store` is a live store; `out_path` writable.
+ */
+enum TgStatus tg_store_path(const struct TgStore *store, char **out_path);
+
+/**
+ * Appends a `TurnPermissionAuditEvent` (JSON) and writes its assigned sequence number to
+ * `*out_seq`.
+ *
+ * # Safety
+ * `store` is a live store; `event` NUL-terminated; `out_seq` writable.
+ */
+enum TgStatus tg_store_append_json(const struct TgStore *store,
+                                   const char *event,
+                                   uint64_t *out_seq);
+
+/**
+ * The events of `turn_id` in sequence order: a JSON array of `TurnPermissionAuditEvent`
+ * (each with `kind`: `profile_selected`, `decision_allowed`, `decision_denied`,
+ * `approval_requested`, `approval_resolved`). `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `store` is a live store; `turn_id` NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_store_replay_json(const struct TgStore *store,
+                                   const char *turn_id,
+                                   char **out_json);
+
+/**
+ * Every turn id with events, oldest first, as a JSON array of strings. `*out_json` is owned
+ * by the caller.
+ *
+ * # Safety
+ * `store` is a live store; `out_json` writable.
+ */
+enum TgStatus tg_store_turns_json(const struct TgStore *store, char **out_json);
+
+/**
+ * Every stored approval without a resolution, oldest first: a JSON array of
+ * `{"request", "action"}` (the `TurnPermissionApprovalRequest` and the action it would run).
+ * `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `store` is a live store; `out_json` writable.
+ */
+enum TgStatus tg_store_pending_approvals_json(const struct TgStore *store, char **out_json);
+
+/**
+ * The stored approval `request_id` as `{"request", "action", "resolution"?}`, or `*out_json`
+ * NULL when there is none. A non-NULL `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `store` is a live store; `request_id` NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_store_approval_json(const struct TgStore *store,
+                                     const char *request_id,
+                                     char **out_json);
+
+/**
+ * Records `resolution` (`allow_once`, `allow_for_turn`, `deny`, `cancelled`, `expired`) for a
+ * stored approval, with `reason` (NULL for `"responder"`); the first resolution wins. Writes
+ * `{"resolution", "reason", "applied"}`: the resolution now recorded (this call's or an
+ * earlier one), and whether this call recorded it. This only records: `tg_gate_resume_json`
+ * re-checks the action against the policy and decides it. `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `store` is a live store; `request_id`, `resolution` NUL-terminated; `reason` NULL or
+ * NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_store_resolve_json(const struct TgStore *store,
+                                    const char *request_id,
+                                    const char *resolution,
+                                    const char *reason,
+                                    char **out_json);
 
 #ifdef __cplusplus
 }  // extern "C"
