@@ -1,5 +1,5 @@
 //! The C ABI: `extern "C"` entry points over the facade, for C and everything that speaks C.
-//! The header `bindings/include/turngate.h` is generated from this file by cbindgen and checked
+//! The header `bindings/include/turngate.h` is generated from this module by cbindgen and checked
 //! in; `tests/c_header.rs` fails when it is stale.
 //!
 //! Conventions, for every function:
@@ -10,15 +10,30 @@
 //!   (to NULL for a pointer) before any work, so a failed call never leaves a stale value.
 //! - Input strings are NUL-terminated UTF-8, borrowed for the duration of the call only.
 //!   Optional inputs may be NULL.
-//! - A `char *` result is owned by the caller and released with `tg_string_free`; a
-//!   `TgPolicy *` is released with `tg_policy_free`. Nothing else is ever to be freed.
-//! - A `TgPolicy` is immutable and may be used from many threads at once.
+//! - A `char *` result is owned by the caller and released with `tg_string_free`; each opaque
+//!   handle (`TgPolicy`, `TgStore`, `TgApprover`, `TgGate`) is released with its `_free`
+//!   function, and a file descriptor from `tg_gate_open_*` with `close`. Nothing else is ever
+//!   to be freed.
+//! - Handles may be used from many threads at once. A handle given to another (a store and an
+//!   approver to `tg_gate_new`) is shared, not taken: the caller may release its own at once.
+//! - Protocol objects cross as JSON text, in the shapes of the Python binding's dicts and
+//!   records (snake_case field names).
+//! - Calls that run the gate (`tg_gate_authorize_json`, `_spawn_json`, `_run_approved_json`,
+//!   `_open_read`, `_open_write`) block the calling thread until decided, running on an
+//!   internal runtime; they refuse (`TG_STATUS_INVALID`) on a thread that already runs one (an
+//!   approver callback, an async Rust host).
 //! - No panic crosses the boundary: each entry point runs inside `catch_unwind` and reports a
 //!   panic as `TG_STATUS_PANIC`.
 //!
 //! This module converts C types and calls the facade; it decides nothing. The `tg_json_*`
 //! functions are plain JSON access (so a C program can read vector files without a JSON
-//! library), not policy behaviour.
+//! library), not policy behaviour. Its modules: [`check`] (the checkers), [`store`] (the audit
+//! store), [`approver`] (built-in and C-callback approvers), [`gate`] (the gate of one turn).
+
+pub mod approver;
+pub mod check;
+pub mod gate;
+pub mod store;
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
@@ -27,7 +42,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::{Effect, PolicyHandle, TurnGateError, reduce, snapshot};
+use crate::{Effect, PolicyHandle, RuleRecord, TurnGateError, VerdictRecord, reduce, snapshot};
 
 /// The outcome of a fallible call. Non-zero values are failures; the message is in
 /// `tg_last_error_message()`.
@@ -52,6 +67,12 @@ pub enum TgStatus {
     Utf8 = 7,
     /// A panic was caught at the boundary (a bug in turngate; please report it).
     Panic = 8,
+    /// An approval operation was refused: an unknown or already resolved request, a decision
+    /// the request does not offer, a deferral with nowhere to persist it.
+    Approval = 9,
+    /// A command could not be run (spawn or I/O failed, or the sandbox could not be applied in
+    /// the child). Nothing ran unconfined.
+    Run = 10,
 }
 
 /// The effect of an action. The order of strictness is deny > ask > allow.
@@ -95,6 +116,8 @@ impl From<TurnGateError> for Failure {
             TurnGateError::Snapshot { .. } => TgStatus::Snapshot,
             TurnGateError::Store { .. } => TgStatus::Store,
             TurnGateError::SandboxUnavailable { .. } => TgStatus::SandboxUnavailable,
+            TurnGateError::Approval { .. } => TgStatus::Approval,
+            TurnGateError::Run { .. } => TgStatus::Run,
             _ => TgStatus::Invalid,
         };
         Failure {
@@ -203,14 +226,23 @@ unsafe fn opt_json_arg(name: &str, ptr: *const c_char) -> Result<Option<Value>, 
     }
 }
 
+/// A borrowed handle argument (a policy, store, approver or gate).
+///
+/// # Safety
+/// `ptr` is NULL or a live handle of type `T` from this library.
+unsafe fn handle_arg<'a, T>(name: &str, ptr: *const T) -> Result<&'a T, Failure> {
+    // SAFETY: the caller guarantees a live handle or NULL.
+    unsafe { ptr.as_ref() }
+        .ok_or_else(|| Failure::new(TgStatus::NullArgument, format!("argument `{name}` is NULL")))
+}
+
 /// A borrowed policy argument.
 ///
 /// # Safety
-/// `ptr` is NULL or a live `TgPolicy` from this library.
+/// As [`handle_arg`].
 unsafe fn policy_arg<'a>(name: &str, ptr: *const TgPolicy) -> Result<&'a TgPolicy, Failure> {
-    // SAFETY: the caller guarantees a live policy or NULL.
-    unsafe { ptr.as_ref() }
-        .ok_or_else(|| Failure::new(TgStatus::NullArgument, format!("argument `{name}` is NULL")))
+    // SAFETY: forwarded from the caller.
+    unsafe { handle_arg(name, ptr) }
 }
 
 /// Checks an out pointer and clears what it points to, so that a failure leaves no stale value.
@@ -251,6 +283,35 @@ unsafe fn string_result(
     })
 }
 
+/// Runs `f` and writes the handle it builds, boxed, to `out` (named `name` in errors).
+///
+/// # Safety
+/// `out` is NULL or valid for a write of a pointer.
+unsafe fn handle_result<T>(
+    name: &str,
+    out: *mut *mut T,
+    f: impl FnOnce() -> Result<T, Failure>,
+) -> TgStatus {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let slot = unsafe { out_ptr(name, out, std::ptr::null_mut()) }?;
+        *slot = Box::into_raw(Box::new(f()?));
+        Ok(())
+    })
+}
+
+/// Releases a handle made by [`handle_result`]. NULL is a no-op.
+///
+/// # Safety
+/// `ptr` is NULL or a handle of type `T` from this library that has not been freed, and no
+/// other thread is using it.
+unsafe fn free_handle<T>(ptr: *mut T) {
+    if !ptr.is_null() {
+        // SAFETY: `ptr` came from `Box::into_raw` in this library and is freed once.
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(ptr) })));
+    }
+}
+
 /// Runs `f` and writes the policy it builds to `out`.
 ///
 /// # Safety
@@ -259,12 +320,41 @@ unsafe fn policy_result(
     out: *mut *mut TgPolicy,
     f: impl FnOnce() -> Result<Arc<PolicyHandle>, Failure>,
 ) -> TgStatus {
-    guard(|| {
-        // SAFETY: forwarded from the caller.
-        let slot = unsafe { out_ptr("out_policy", out, std::ptr::null_mut()) }?;
-        *slot = Box::into_raw(Box::new(TgPolicy { handle: f()? }));
-        Ok(())
+    // SAFETY: forwarded from the caller.
+    unsafe { handle_result("out_policy", out, || Ok(TgPolicy { handle: f()? })) }
+}
+
+/// A verdict as JSON: `{"effect", "rule", "layer", "reason"}`, `rule` the deciding rule's
+/// pattern or null. The one verdict shape of the C ABI.
+fn verdict_json(v: VerdictRecord) -> Value {
+    serde_json::json!({
+        "effect": v.effect.as_str(),
+        "rule": v.rule.map(|r| r.pattern),
+        "layer": v.layer,
+        "reason": v.reason,
     })
+}
+
+/// A rule as JSON: `{"kind", "effect", "pattern", "tool"}`.
+fn rule_json(r: RuleRecord) -> Value {
+    serde_json::json!({
+        "kind": r.kind,
+        "effect": r.effect.as_str(),
+        "pattern": r.pattern,
+        "tool": r.tool,
+    })
+}
+
+/// Writes `value` as JSON text to `out` (see [`string_result`]).
+///
+/// # Safety
+/// `out` is NULL or valid for a write of a pointer.
+unsafe fn json_result(
+    out: *mut *mut c_char,
+    f: impl FnOnce() -> Result<Value, Failure>,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe { string_result(out, || Ok(Some(f()?.to_string()))) }
 }
 
 // ---- library ---------------------------------------------------------------------------------
@@ -452,10 +542,8 @@ pub unsafe extern "C" fn tg_policy_contain(
 /// is using it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tg_policy_free(policy: *mut TgPolicy) {
-    if !policy.is_null() {
-        // SAFETY: `policy` came from `Box::into_raw` in this library and is freed once.
-        let _ = catch_unwind(AssertUnwindSafe(|| drop(unsafe { Box::from_raw(policy) })));
-    }
+    // SAFETY: forwarded from the caller.
+    unsafe { free_handle(policy) }
 }
 
 /// The effect of an action (the hot path): exactly the `effect` of `tg_policy_explain_json`.
@@ -512,13 +600,7 @@ pub unsafe extern "C" fn tg_policy_explain_json(
                 arg("target", target)?,
                 opt_arg("tool", tool)?,
             )?;
-            let json = serde_json::json!({
-                "effect": v.effect.as_str(),
-                "rule": v.rule.map(|r| r.pattern),
-                "layer": v.layer,
-                "reason": v.reason,
-            });
-            Ok(Some(json.to_string()))
+            Ok(Some(verdict_json(v).to_string()))
         })
     }
 }
@@ -649,6 +731,17 @@ pub unsafe extern "C" fn tg_map_cli_runtime_json(
             Ok(Some(m.to_string()))
         })
     }
+}
+
+/// The probed `PlatformCapabilities` of this machine (OS, Landlock ABI, seccomp, ...), as JSON:
+/// the `platform` of a `ResolveContext`. `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_probe_platform_json(out_json: *mut *mut c_char) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe { json_result(out_json, || Ok(snapshot::probe_platform()?)) }
 }
 
 // ---- reducers and scopes ---------------------------------------------------------------------

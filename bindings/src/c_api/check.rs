@@ -1,0 +1,384 @@
+//! The checkers for C: the file checker, the network checker (with and without resolving), the
+//! spawn plan, the environment filter, the shell parse and `evaluate`, each over the snapshot
+//! part it needs as JSON text and a `TgPolicy`. Results are JSON in the shapes of the Python
+//! binding's dicts. Every rule is the core checker's; this module only converts.
+
+use std::ffi::c_char;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    Failure, TgPolicy, TgStatus, arg, json_arg, json_result, opt_arg, opt_json_arg, policy_arg,
+    verdict_json,
+};
+use crate::InvocationRecord;
+use crate::check::{
+    self as facade, FileCheckRecord, FilteredEnvRecord, NetworkCheckRecord,
+    NetworkResolutionRecord, SpawnPlanRecord, SpawnPlanRequest,
+};
+
+/// One tool call as JSON: `{"kind", "target", "tool"?, "item_id"?, "tool_id"?, "cwd"?}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InvocationJson {
+    kind: Option<String>,
+    target: String,
+    tool: Option<String>,
+    item_id: Option<String>,
+    tool_id: Option<String>,
+    cwd: Option<String>,
+}
+
+/// The invocation argument `name`. With `fixed_kind` (the kind a function acts on), `kind` may
+/// be left out, and any other kind is refused; without it, `kind` is required.
+///
+/// # Safety
+/// `ptr` is NULL or a NUL-terminated string valid for the call.
+pub(super) unsafe fn invocation_arg(
+    name: &str,
+    ptr: *const c_char,
+    fixed_kind: Option<&str>,
+) -> Result<InvocationRecord, Failure> {
+    // SAFETY: forwarded from the caller.
+    let value = unsafe { json_arg(name, ptr) }?;
+    let inv: InvocationJson = serde_json::from_value(value).map_err(|e| {
+        Failure::new(
+            TgStatus::Invalid,
+            format!(
+                "{name}: expected {{\"kind\", \"target\", \"tool\"?, \"item_id\"?, \"tool_id\"?, \"cwd\"?}}: {e}"
+            ),
+        )
+    })?;
+    let kind = match (inv.kind, fixed_kind) {
+        (Some(k), Some(fixed)) if k != fixed => {
+            return Err(Failure::new(
+                TgStatus::Invalid,
+                format!("{name}.kind: this call acts on `{fixed}`, not `{k}`"),
+            ));
+        }
+        (Some(k), _) => k,
+        (None, Some(fixed)) => fixed.to_owned(),
+        (None, None) => {
+            return Err(Failure::new(
+                TgStatus::Invalid,
+                format!("{name}: missing field `kind`"),
+            ));
+        }
+    };
+    Ok(InvocationRecord {
+        kind,
+        target: inv.target,
+        tool: inv.tool,
+        item_id: inv.item_id,
+        tool_id: inv.tool_id,
+        cwd: inv.cwd,
+    })
+}
+
+/// The request of `tg_plan_spawn_json`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpawnPlanJson {
+    command_line: String,
+    cwd: Option<String>,
+    #[serde(default)]
+    env: Vec<(String, String)>,
+    timeout_ms: Option<u64>,
+    tool: Option<String>,
+}
+
+/// An environment given as JSON `[[name, value], ...]` strings, as bytes.
+fn env_pairs(env: Vec<(String, String)>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    env.into_iter()
+        .map(|(n, v)| (n.into_bytes(), v.into_bytes()))
+        .collect()
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn file_json(c: FileCheckRecord) -> Value {
+    json!({
+        "verdict": verdict_json(c.verdict),
+        "lexical": c.lexical,
+        "resolved": c.resolved,
+        "root": c.root,
+    })
+}
+
+fn network_json(c: NetworkCheckRecord) -> Value {
+    json!({
+        "verdict": verdict_json(c.verdict),
+        "host": c.host,
+        "port": c.port,
+        "host_port": c.host_port,
+        "scheme": c.scheme,
+        "address_class": c.address_class,
+    })
+}
+
+/// A network check plus `addrs`, the vetted `ip:port` addresses to connect to.
+pub(super) fn resolution_json(r: NetworkResolutionRecord) -> Value {
+    let mut v = network_json(r.check);
+    v["addrs"] = json!(r.addrs);
+    v
+}
+
+fn env_json(e: FilteredEnvRecord) -> Value {
+    let vars: Vec<Value> = e
+        .vars
+        .iter()
+        .map(|(n, v)| json!([lossy(n), lossy(v)]))
+        .collect();
+    let dropped: Vec<Value> = e
+        .dropped
+        .into_iter()
+        .map(|d| json!({"name": d.name, "reason": d.reason}))
+        .collect();
+    json!({"vars": vars, "dropped": dropped})
+}
+
+fn plan_json(p: SpawnPlanRecord) -> Value {
+    let commands: Vec<Value> = p
+        .commands
+        .into_iter()
+        .map(|c| json!({"program": c.program, "args": c.args, "verdict": verdict_json(c.verdict)}))
+        .collect();
+    json!({
+        "verdict": verdict_json(p.verdict),
+        "argv": p.argv,
+        "cwd": p.cwd,
+        "env": env_json(p.env),
+        "timeout_ms": p.timeout_ms,
+        "inherit_stdin": p.inherit_stdin,
+        "new_session": p.new_session,
+        "sandbox_required": p.sandbox_required,
+        "commands": commands,
+        "unresolved": p.unresolved,
+    })
+}
+
+/// Checks a path with the file checker of a `TurnSandboxSnapshot` (JSON, e.g. a snapshot's
+/// `sandbox`) and `policy`. `kind` is `file_read` or `file_write`; `tool` may be NULL. Writes
+/// `{"verdict", "lexical", "resolved", "root"}` (the normalized path, the path with symlinks
+/// resolved, the root it lies under; each null when unknown). `*out_json` is owned by the
+/// caller.
+///
+/// # Safety
+/// `sandbox`, `kind`, `path` are NUL-terminated; `tool` NULL or NUL-terminated; `policy` a live
+/// policy; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_check_file_json(
+    sandbox: *const c_char,
+    policy: *const TgPolicy,
+    kind: *const c_char,
+    path: *const c_char,
+    tool: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let c = facade::check_file(
+                json_arg("sandbox", sandbox)?,
+                &policy_arg("policy", policy)?.handle,
+                arg("kind", kind)?,
+                arg("path", path)?,
+                opt_arg("tool", tool)?,
+            )?;
+            Ok(file_json(c))
+        })
+    }
+}
+
+/// Checks a network target (a URL or `host[:port]`) with the network checker of a
+/// `TurnNetworkPolicySnapshot` (JSON, e.g. a snapshot's `network`) and `policy`, without
+/// resolving it. Writes `{"verdict", "host", "port", "host_port", "scheme", "address_class"}`.
+/// `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `network`, `target` are NUL-terminated; `tool` NULL or NUL-terminated; `policy` a live
+/// policy; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_check_network_json(
+    network: *const c_char,
+    policy: *const TgPolicy,
+    target: *const c_char,
+    tool: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let c = facade::check_network(
+                json_arg("network", network)?,
+                &policy_arg("policy", policy)?.handle,
+                arg("target", target)?,
+                opt_arg("tool", tool)?,
+            )?;
+            Ok(network_json(c))
+        })
+    }
+}
+
+/// `tg_check_network_json`, then resolves the host and vets every address (DNS rebinding to a
+/// forbidden address is a deny). Writes the check plus `addrs`, the `ip:port` addresses to
+/// connect to (empty unless allowed or asked). Blocks on DNS. `*out_json` is owned by the
+/// caller.
+///
+/// # Safety
+/// As `tg_check_network_json`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_resolve_and_check_network_json(
+    network: *const c_char,
+    policy: *const TgPolicy,
+    target: *const c_char,
+    tool: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let r = facade::resolve_and_check_network(
+                json_arg("network", network)?,
+                &policy_arg("policy", policy)?.handle,
+                arg("target", target)?,
+                opt_arg("tool", tool)?,
+            )?;
+            Ok(resolution_json(r))
+        })
+    }
+}
+
+/// The spawn plan of a command line under a `TurnSandboxSnapshot` and a
+/// `TurnProcessPolicySnapshot` (JSON, e.g. a snapshot's `sandbox` and `process`) and `policy`.
+/// `request` is `{"command_line", "cwd"?, "env"?: [[name, value], ...], "timeout_ms"?,
+/// "tool"?}`. Writes `{"verdict", "argv", "cwd", "env": {"vars": [[name, value], ...],
+/// "dropped": [{"name", "reason"}]}, "timeout_ms", "inherit_stdin", "new_session",
+/// "sandbox_required", "commands": [{"program", "args", "verdict"}], "unresolved"}`. Nothing
+/// runs. `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `sandbox`, `process`, `request` are NUL-terminated; `policy` a live policy; `out_json`
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_plan_spawn_json(
+    sandbox: *const c_char,
+    process: *const c_char,
+    policy: *const TgPolicy,
+    request: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let r: SpawnPlanJson = serde_json::from_value(json_arg("request", request)?)
+                .map_err(|e| Failure::new(TgStatus::Invalid, format!("request: {e}")))?;
+            let p = facade::plan_spawn(
+                json_arg("sandbox", sandbox)?,
+                json_arg("process", process)?,
+                &policy_arg("policy", policy)?.handle,
+                SpawnPlanRequest {
+                    command_line: r.command_line,
+                    cwd: r.cwd,
+                    env: env_pairs(r.env),
+                    timeout_ms: r.timeout_ms,
+                    tool: r.tool,
+                },
+            )?;
+            Ok(plan_json(p))
+        })
+    }
+}
+
+/// Filters an environment (`[[name, value], ...]` strings) for a child in `cwd` under
+/// inheritance `mode` (`all`, `filtered`, `none`); `untrusted_path_roots` (a JSON array of
+/// paths, or NULL for none) are removed from PATH. Writes `{"vars": [[name, value], ...],
+/// "dropped": [{"name", "reason"}]}`. `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `env`, `mode`, `cwd` are NUL-terminated; `untrusted_path_roots` NULL or NUL-terminated;
+/// `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_filter_env_json(
+    env: *const c_char,
+    mode: *const c_char,
+    cwd: *const c_char,
+    untrusted_path_roots: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let vars: Vec<(String, String)> = serde_json::from_value(json_arg("env", env)?)
+                .map_err(|e| {
+                    Failure::new(
+                        TgStatus::Invalid,
+                        format!("env: expected [[name, value], ...] strings: {e}"),
+                    )
+                })?;
+            let roots: Vec<String> =
+                match opt_json_arg("untrusted_path_roots", untrusted_path_roots)? {
+                    None => Vec::new(),
+                    Some(v) => serde_json::from_value(v).map_err(|e| {
+                        Failure::new(
+                            TgStatus::Invalid,
+                            format!("untrusted_path_roots: expected an array of strings: {e}"),
+                        )
+                    })?,
+                };
+            let e = facade::filter_env(
+                env_pairs(vars),
+                arg("mode", mode)?,
+                arg("cwd", cwd)?,
+                &roots,
+            )?;
+            Ok(env_json(e))
+        })
+    }
+}
+
+/// What the shell parser finds in a command line: `{"programs", "unresolved", "plain"}` (every
+/// simple command's program, the constructs that cannot be resolved statically, whether the
+/// line is plain words). `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `line` is NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_parse_command_line_json(
+    line: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let p = facade::parse_command_line(arg("line", line)?);
+            Ok(json!({"programs": p.programs, "unresolved": p.unresolved, "plain": p.plain}))
+        })
+    }
+}
+
+/// Evaluates one call under a `TurnExecutionSecuritySnapshot` (JSON) with the checker of its
+/// kind, exactly as the gate does, recording nothing and asking nobody. `invocation` is
+/// `{"kind", "target", "tool"?, "cwd"?}`. Writes `{"verdict", "target"}` (the canonical target
+/// judged). `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `snapshot` and `invocation` are NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_evaluate_json(
+    snapshot: *const c_char,
+    invocation: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let inv = invocation_arg("invocation", invocation, None)?;
+            let e = facade::evaluate(json_arg("snapshot", snapshot)?, &inv)?;
+            Ok(json!({"verdict": verdict_json(e.verdict), "target": e.target}))
+        })
+    }
+}

@@ -1,0 +1,543 @@
+//! The gate of one turn for C: an opaque `TgGate` that authorizes tool calls, runs shell
+//! commands under the snapshot's sandbox, opens files race-free and resumes deferred requests.
+//! The facade's async calls run to completion on an internal runtime while the calling thread
+//! blocks; results cross as JSON in the shapes of the Python binding. Every rule is the core
+//! gate's; this module only converts and waits.
+
+use std::ffi::{c_char, c_int};
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Value, json};
+use tokio::runtime::{Builder, Handle, Runtime};
+
+use super::approver::{TgApprover, approver_arg, parse_decision_json};
+use super::check::{invocation_arg, resolution_json};
+use super::store::{TgStore, store_arg};
+use super::{
+    Failure, TgStatus, arg, free_handle, guard, handle_arg, handle_result, json_arg, json_result,
+    opt_arg, out_ptr, rule_json, string_result, verdict_json,
+};
+use crate::gate::{
+    AuthorizationRecord, DenialRecord, OpenRecord, ProcessOutcomeRecord, SpawnRecord,
+};
+use crate::{GateHandle, TurnGateError};
+
+/// The gate of one turn (opaque). Create with `tg_gate_new`, release with `tg_gate_free`. It
+/// may be used from many threads at once.
+#[derive(Debug)]
+pub struct TgGate {
+    handle: Arc<GateHandle>,
+}
+
+/// A borrowed gate argument.
+///
+/// # Safety
+/// `ptr` is NULL or a live `TgGate`.
+unsafe fn gate_arg<'a>(ptr: *const TgGate) -> Result<&'a TgGate, Failure> {
+    // SAFETY: forwarded from the caller.
+    unsafe { handle_arg("gate", ptr) }
+}
+
+static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+
+/// Runs `fut` to completion on the C ABI's runtime (two workers, started on first use),
+/// blocking the calling thread. Refuses on a thread that already runs a tokio runtime (an
+/// approver callback, an async Rust host): blocking there could stall the very tasks awaited.
+fn block_on<F: Future>(what: &str, fut: F) -> Result<F::Output, Failure> {
+    if Handle::try_current().is_ok() {
+        return Err(Failure::new(
+            TgStatus::Invalid,
+            format!(
+                "{what} blocks until decided and was called on a thread that runs an async \
+                 runtime (an approver callback, or an async host); call it from another thread"
+            ),
+        ));
+    }
+    let runtime = RUNTIME
+        .get_or_init(|| {
+            Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("turngate-c")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| {
+            Failure::new(
+                TgStatus::Run,
+                format!("{what}: turngate could not start its runtime: {e}"),
+            )
+        })?;
+    Ok(runtime.block_on(fut))
+}
+
+/// Runs a facade call on the runtime; its error becomes a failure.
+fn run<T>(what: &str, fut: impl Future<Output = Result<T, TurnGateError>>) -> Result<T, Failure> {
+    Ok(block_on(what, fut)??)
+}
+
+/// A refusal: `{"outcome": "denied", "kind", "target", "tool", "reason", "verdict",
+/// "tool_result"}` (`verdict` null unless the policy denied).
+fn denial_json(d: DenialRecord) -> Value {
+    json!({
+        "outcome": "denied",
+        "kind": d.kind,
+        "target": d.target,
+        "tool": d.tool,
+        "reason": d.reason,
+        "verdict": d.verdict.map(verdict_json),
+        "tool_result": d.tool_result,
+    })
+}
+
+/// A deferral: `{"outcome": "deferred", "request_id", "kind", "target", "tool", "reason",
+/// "request"}`, `request` the persisted `TurnPermissionApprovalRequest`.
+fn deferred_json(request: Value) -> Value {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+    let id = text(request.get("id"));
+    json!({
+        "outcome": "deferred",
+        "request_id": id,
+        "kind": text(request.get("action_kind")),
+        "target": text(request.pointer("/details/target")),
+        "tool": text(request.get("tool_name")),
+        "reason": id.as_ref().map(|id| format!("approval request {id} was deferred")),
+        "request": request,
+    })
+}
+
+fn authorization_json(a: AuthorizationRecord) -> Value {
+    match a {
+        AuthorizationRecord::Allowed {
+            kind,
+            target,
+            tool,
+            verdict,
+            cached_approval,
+            remember,
+        } => json!({
+            "outcome": "allowed",
+            "kind": kind,
+            "target": target,
+            "tool": tool,
+            "verdict": verdict_json(verdict),
+            "cached_approval": cached_approval,
+            "remember": remember.into_iter().map(rule_json).collect::<Vec<_>>(),
+        }),
+        AuthorizationRecord::Denied(d) => denial_json(d),
+        AuthorizationRecord::Deferred { request } => deferred_json(request),
+    }
+}
+
+fn ran_json(o: ProcessOutcomeRecord) -> Value {
+    json!({
+        "outcome": "ran",
+        "pid": o.pid,
+        "exit_code": o.exit_code,
+        "signal": o.signal,
+        "timed_out": o.timed_out,
+        "duration_ms": o.duration_ms,
+        "stdout": String::from_utf8_lossy(&o.stdout),
+        "stderr": String::from_utf8_lossy(&o.stderr),
+        "stdout_truncated": o.stdout_truncated,
+        "stderr_truncated": o.stderr_truncated,
+        "sandbox": o.sandbox,
+    })
+}
+
+fn spawn_json(s: SpawnRecord) -> Value {
+    match s {
+        SpawnRecord::Ran(o) => ran_json(o),
+        SpawnRecord::Denied(d) => denial_json(d),
+        SpawnRecord::Deferred { request } => deferred_json(request),
+    }
+}
+
+/// A gate for `turn_id` under a `TurnExecutionSecuritySnapshot` (JSON, from
+/// `tg_snapshot_resolve_json`), recording to `store` and asking `approver` on an ask. The gate
+/// holds its own references to `store` and `approver`: the caller keeps and releases its own.
+/// On success `*out_gate` is owned by the caller (release with `tg_gate_free`).
+///
+/// # Safety
+/// `turn_id` and `snapshot` are NUL-terminated; `store` and `approver` live handles;
+/// `out_gate` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_gate_new(
+    turn_id: *const c_char,
+    snapshot: *const c_char,
+    store: *const TgStore,
+    approver: *const TgApprover,
+    out_gate: *mut *mut TgGate,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        handle_result("out_gate", out_gate, || {
+            let handle = GateHandle::new(
+                arg("turn_id", turn_id)?,
+                json_arg("snapshot", snapshot)?,
+                &store_arg("store", store)?.handle,
+                &approver_arg("approver", approver)?.handle,
+                None,
+            )?;
+            Ok(TgGate { handle })
+        })
+    }
+}
+
+/// Releases a gate. NULL is a no-op.
+///
+/// # Safety
+/// `gate` is NULL or a gate from this library that has not been freed, and no other thread is
+/// using it (no call on it is still running).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_gate_free(gate: *mut TgGate) {
+    // SAFETY: forwarded from the caller.
+    unsafe { free_handle(gate) }
+}
+
+/// The gate's turn id. `*out_text` is owned by the caller.
+///
+/// # Safety
+/// `gate` is a live gate; `out_text` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_gate_turn_id(
+    gate: *const TgGate,
+    out_text: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe { string_result(out_text, || Ok(Some(gate_arg(gate)?.handle.turn_id()))) }
+}
+
+/// The gate's `TurnExecutionSecuritySnapshot`, as JSON. `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `gate` is a live gate; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_gate_snapshot_json(
+    gate: *const TgGate,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe { json_result(out_json, || Ok(gate_arg(gate)?.handle.snapshot()?)) }
+}
+
+/// Evaluates one call with the checker of its kind, recording nothing and asking nobody.
+/// `invocation` is `{"kind", "target", "tool"?, "cwd"?}`. Writes `{"verdict", "target"}` (the
+/// canonical target judged). `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `gate` is a live gate; `invocation` NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_gate_evaluate_json(
+    gate: *const TgGate,
+    invocation: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let g = gate_arg(gate)?;
+            let e = g
+                .handle
+                .evaluate(&invocation_arg("invocation", invocation, None)?)?;
+            Ok(json!({"verdict": verdict_json(e.verdict), "target": e.target}))
+        })
+    }
+}
+
+/// Decides one call, blocking until decided: evaluates it with the checker of its kind,
+/// consults the turn's grants, asks the approver on an ask (a deny never reaches it),
+/// re-checks the answer, and records audit rows. `invocation` is `{"kind", "target", "tool"?,
+/// "item_id"?, "tool_id"?, "cwd"?}`. Writes one of
+/// - `{"outcome": "allowed", "kind", "target", "tool", "verdict", "cached_approval",
+///   "remember"}` (the action to run, canonical target; `remember` the re-checked rules);
+/// - `{"outcome": "denied", "kind", "target", "tool", "reason", "verdict", "tool_result"}`
+///   (`tool_result` the text to hand the model);
+/// - `{"outcome": "deferred", "request_id", "kind", "target", "tool", "reason", "request"}`
+///   (the request is persisted in the store; decide it later with `tg_gate_resume_json`).
+///
+/// A refusal is a result, not a failure: the status is `TG_STATUS_OK`. `*out_json` is owned by
+/// the caller.
+///
+/// # Safety
+/// `gate` is a live gate; `invocation` NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_gate_authorize_json(
+    gate: *const TgGate,
+    invocation: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let g = gate_arg(gate)?;
+            let inv = invocation_arg("invocation", invocation, None)?;
+            let a = run("tg_gate_authorize_json", g.handle.authorize(&inv))?;
+            Ok(authorization_json(a))
+        })
+    }
+}
+
+/// Decides a deferred request (possibly persisted by another process) with `decision` (JSON, as
+/// a `TgDecideFn` answers: `{"decision": "approve" | "deny" | "defer", ...}`): the stored
+/// action, exactly as shown, is re-checked against this gate's policy. Writes an authorization
+/// as `tg_gate_authorize_json` does; an unknown or already resolved request fails with
+/// `TG_STATUS_APPROVAL`. `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `gate` is a live gate; `request_id` and `decision` NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_gate_resume_json(
+    gate: *const TgGate,
+    request_id: *const c_char,
+    decision: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let g = gate_arg(gate)?;
+            let request_id = arg("request_id", request_id)?;
+            let d = parse_decision_json(arg("decision", decision)?)?;
+            Ok(authorization_json(g.handle.resume(request_id, &d)?))
+        })
+    }
+}
+
+/// Authorizes a shell command and, when allowed, runs it under the snapshot's sandbox, blocking
+/// until it exits. `invocation` is `{"target": command line, "tool"?, "cwd"?, "item_id"?,
+/// "tool_id"?}` (`"kind"`, if given, must be `shell_command`). Writes
+/// - `{"outcome": "ran", "pid", "exit_code", "signal", "timed_out", "duration_ms", "stdout",
+///   "stderr", "stdout_truncated", "stderr_truncated", "sandbox"}` (`exit_code` null when a
+///   signal ended it; the output as text, invalid UTF-8 replaced; `sandbox` the
+///   `SandboxReport` of what the kernel enforced, null when none was required);
+/// - or a denial or deferral as `tg_gate_authorize_json` writes (nothing ran).
+///
+/// A snapshot that requires a sandbox this platform cannot provide fails with
+/// `TG_STATUS_SANDBOX_UNAVAILABLE`; nothing runs unconfined. `*out_json` is owned by the
+/// caller.
+///
+/// # Safety
+/// `gate` is a live gate; `invocation` NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_gate_spawn_json(
+    gate: *const TgGate,
+    invocation: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let g = gate_arg(gate)?;
+            let inv = invocation_arg("invocation", invocation, Some("shell_command"))?;
+            let s = run("tg_gate_spawn_json", g.handle.spawn(&inv))?;
+            Ok(spawn_json(s))
+        })
+    }
+}
+
+/// Runs a command line that was already authorized (a resumed deferral) under the snapshot's
+/// sandbox, blocking until it exits; `cwd` and `tool` may be NULL. Writes the `"ran"` outcome
+/// of `tg_gate_spawn_json`. `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `gate` is a live gate; `command_line` NUL-terminated; `cwd`, `tool` NULL or NUL-terminated;
+/// `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_gate_run_approved_json(
+    gate: *const TgGate,
+    command_line: *const c_char,
+    cwd: *const c_char,
+    tool: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let g = gate_arg(gate)?;
+            let o = run(
+                "tg_gate_run_approved_json",
+                g.handle.run_approved(
+                    arg("command_line", command_line)?,
+                    opt_arg("cwd", cwd)?,
+                    opt_arg("tool", tool)?,
+                ),
+            )?;
+            Ok(ran_json(o))
+        })
+    }
+}
+
+/// The file descriptor of an opened file, handed to the caller.
+#[cfg(unix)]
+fn into_fd(file: std::fs::File) -> Result<c_int, Failure> {
+    use std::os::fd::IntoRawFd;
+    Ok(file.into_raw_fd())
+}
+
+#[cfg(not(unix))]
+fn into_fd(file: std::fs::File) -> Result<c_int, Failure> {
+    drop(file);
+    Err(Failure::new(
+        TgStatus::Invalid,
+        "race-free opens need a Unix platform".to_owned(),
+    ))
+}
+
+/// The shared body of `tg_gate_open_read` and `tg_gate_open_write`.
+///
+/// # Safety
+/// As those functions.
+unsafe fn open(
+    what: &str,
+    write: bool,
+    gate: *const TgGate,
+    invocation: *const c_char,
+    out_fd: *mut c_int,
+    out_denial_json: *mut *mut c_char,
+) -> TgStatus {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            let fd_slot = out_ptr("out_fd", out_fd, -1)?;
+            let denial_slot = out_ptr("out_denial_json", out_denial_json, std::ptr::null_mut())?;
+            let g = gate_arg(gate)?;
+            let kind = if write { "file_write" } else { "file_read" };
+            let inv = invocation_arg("invocation", invocation, Some(kind))?;
+            let opened = if write {
+                run(what, g.handle.open_write(&inv))?
+            } else {
+                run(what, g.handle.open_read(&inv))?
+            };
+            match opened {
+                OpenRecord::Opened(file) => *fd_slot = into_fd(file)?,
+                OpenRecord::Denied(d) => {
+                    *denial_slot = super::c_string("denial", denial_json(*d).to_string())?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Authorizes a read of `invocation`'s target (`{"target": path, "tool"?, "item_id"?,
+/// "tool_id"?}`; `"kind"`, if given, must be `file_read`) and opens it race-free beneath its
+/// root (`openat2` with `RESOLVE_BENEATH` on Linux), blocking until decided. When opened,
+/// `*out_fd` is a read-only descriptor owned by the caller (release with `close`) and
+/// `*out_denial_json` stays NULL. When refused (by the policy, the approver, a deferral or the
+/// race-free open), `*out_fd` is -1 and `*out_denial_json` the denial as
+/// `tg_gate_authorize_json` writes it, owned by the caller; the status is still
+/// `TG_STATUS_OK`.
+///
+/// # Safety
+/// `gate` is a live gate; `invocation` NUL-terminated; `out_fd` and `out_denial_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_gate_open_read(
+    gate: *const TgGate,
+    invocation: *const c_char,
+    out_fd: *mut c_int,
+    out_denial_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        open(
+            "tg_gate_open_read",
+            false,
+            gate,
+            invocation,
+            out_fd,
+            out_denial_json,
+        )
+    }
+}
+
+/// `tg_gate_open_read` for a write: authorizes a write of the target (`"kind"`, if given, must
+/// be `file_write`) and opens it race-free, created or truncated; `*out_fd` is a write-only
+/// descriptor owned by the caller (release with `close`).
+///
+/// # Safety
+/// As `tg_gate_open_read`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_gate_open_write(
+    gate: *const TgGate,
+    invocation: *const c_char,
+    out_fd: *mut c_int,
+    out_denial_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        open(
+            "tg_gate_open_write",
+            true,
+            gate,
+            invocation,
+            out_fd,
+            out_denial_json,
+        )
+    }
+}
+
+/// Checks a URL (or `host[:port]`) against the turn's network policy and resolves it, vetting
+/// every address; `tool` may be NULL. Writes `{"verdict", "host", "port", "host_port",
+/// "scheme", "address_class", "addrs"}`: connect only to `addrs` (`ip:port`, empty unless
+/// allowed or asked). Blocks on DNS; records nothing. `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `gate` is a live gate; `url` NUL-terminated; `tool` NULL or NUL-terminated; `out_json`
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_gate_resolve_and_check_json(
+    gate: *const TgGate,
+    url: *const c_char,
+    tool: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let g = gate_arg(gate)?;
+            let r = g
+                .handle
+                .resolve_and_check(arg("url", url)?, opt_arg("tool", tool)?);
+            Ok(resolution_json(r))
+        })
+    }
+}
+
+/// Grants `scope_hash` (from `tg_scope_hash`) for the rest of the turn: a later ask with that
+/// scope is allowed without asking (`cached_approval`), still re-checked against the policy.
+///
+/// # Safety
+/// `gate` is a live gate; `scope_hash` NUL-terminated.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_gate_grant_for_turn(
+    gate: *const TgGate,
+    scope_hash: *const c_char,
+) -> TgStatus {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            let g = gate_arg(gate)?;
+            g.handle.grant_for_turn(arg("scope_hash", scope_hash)?);
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn blocking_refuses_inside_a_runtime_and_runs_outside() {
+        assert_eq!(block_on("outside", async { 7 }).ok(), Some(7));
+        let rt = Builder::new_current_thread().build().unwrap();
+        let inside = rt.block_on(async { block_on("tg_gate_test", async { 7 }) });
+        let e = inside.err().unwrap();
+        assert_eq!(e.status, TgStatus::Invalid);
+        assert!(e.message.contains("tg_gate_test"), "{}", e.message);
+    }
+}

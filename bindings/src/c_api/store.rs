@@ -1,0 +1,215 @@
+//! The durable audit and approval store for C: an opaque `TgStore` over a SQLite file, whose
+//! events and approvals cross as JSON in their protocol shape. Each call blocks until the store
+//! answers. Resolving here only records a resolution; a gate's `tg_gate_resume_json` decides.
+
+use std::ffi::c_char;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::{
+    TgStatus, arg, free_handle, guard, handle_arg, handle_result, json_arg, json_result, opt_arg,
+    out_ptr, string_result,
+};
+use crate::StoreHandle;
+
+/// An open audit store (opaque), shared by gates. Open with `tg_store_open`, release with
+/// `tg_store_free`; a gate made from it keeps its own reference.
+#[derive(Debug)]
+pub struct TgStore {
+    pub(super) handle: Arc<StoreHandle>,
+}
+
+/// A borrowed store argument.
+///
+/// # Safety
+/// `ptr` is NULL or a live `TgStore`.
+pub(super) unsafe fn store_arg<'a>(
+    name: &str,
+    ptr: *const TgStore,
+) -> Result<&'a TgStore, super::Failure> {
+    // SAFETY: forwarded from the caller.
+    unsafe { handle_arg(name, ptr) }
+}
+
+/// Opens (creating if needed) the SQLite store at `path`. On success `*out_store` is a new
+/// store owned by the caller (release with `tg_store_free`).
+///
+/// # Safety
+/// `path` is NUL-terminated; `out_store` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_open(
+    path: *const c_char,
+    out_store: *mut *mut TgStore,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        handle_result("out_store", out_store, || {
+            Ok(TgStore {
+                handle: StoreHandle::open(arg("path", path)?)?,
+            })
+        })
+    }
+}
+
+/// Releases a store. NULL is a no-op. Gates made from it keep working (they hold their own
+/// reference); the file closes when the last one is released.
+///
+/// # Safety
+/// `store` is NULL or a store from this library that has not been freed, and no other thread
+/// is using it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_free(store: *mut TgStore) {
+    // SAFETY: forwarded from the caller.
+    unsafe { free_handle(store) }
+}
+
+/// The store's file path. `*out_path` is owned by the caller.
+///
+/// # Safety
+/// `store` is a live store; `out_path` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_path(
+    store: *const TgStore,
+    out_path: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_path, || {
+            Ok(Some(store_arg("store", store)?.handle.path()))
+        })
+    }
+}
+
+/// Appends a `TurnPermissionAuditEvent` (JSON) and writes its assigned sequence number to
+/// `*out_seq`.
+///
+/// # Safety
+/// `store` is a live store; `event` NUL-terminated; `out_seq` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_append_json(
+    store: *const TgStore,
+    event: *const c_char,
+    out_seq: *mut u64,
+) -> TgStatus {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            let slot = out_ptr("out_seq", out_seq, 0)?;
+            let s = store_arg("store", store)?;
+            *slot = s.handle.append(json_arg("event", event)?)?;
+        }
+        Ok(())
+    })
+}
+
+/// The events of `turn_id` in sequence order: a JSON array of `TurnPermissionAuditEvent`
+/// (each with `kind`: `profile_selected`, `decision_allowed`, `decision_denied`,
+/// `approval_requested`, `approval_resolved`). `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `store` is a live store; `turn_id` NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_replay_json(
+    store: *const TgStore,
+    turn_id: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let s = store_arg("store", store)?;
+            Ok(s.handle.replay(arg("turn_id", turn_id)?)?)
+        })
+    }
+}
+
+/// Every turn id with events, oldest first, as a JSON array of strings. `*out_json` is owned
+/// by the caller.
+///
+/// # Safety
+/// `store` is a live store; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_turns_json(
+    store: *const TgStore,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            Ok(json!(store_arg("store", store)?.handle.turns()?))
+        })
+    }
+}
+
+/// Every stored approval without a resolution, oldest first: a JSON array of
+/// `{"request", "action"}` (the `TurnPermissionApprovalRequest` and the action it would run).
+/// `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `store` is a live store; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_pending_approvals_json(
+    store: *const TgStore,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            Ok(store_arg("store", store)?.handle.pending_approvals()?)
+        })
+    }
+}
+
+/// The stored approval `request_id` as `{"request", "action", "resolution"?}`, or `*out_json`
+/// NULL when there is none. A non-NULL `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `store` is a live store; `request_id` NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_approval_json(
+    store: *const TgStore,
+    request_id: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        string_result(out_json, || {
+            let s = store_arg("store", store)?;
+            Ok(s.handle
+                .approval(arg("request_id", request_id)?)?
+                .map(|v| v.to_string()))
+        })
+    }
+}
+
+/// Records `resolution` (`allow_once`, `allow_for_turn`, `deny`, `cancelled`, `expired`) for a
+/// stored approval, with `reason` (NULL for `"responder"`); the first resolution wins. Writes
+/// `{"resolution", "reason", "applied"}`: the resolution now recorded (this call's or an
+/// earlier one), and whether this call recorded it. This only records: `tg_gate_resume_json`
+/// re-checks the action against the policy and decides it. `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `store` is a live store; `request_id`, `resolution` NUL-terminated; `reason` NULL or
+/// NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_resolve_json(
+    store: *const TgStore,
+    request_id: *const c_char,
+    resolution: *const c_char,
+    reason: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let s = store_arg("store", store)?;
+            let r = s.handle.resolve(
+                arg("request_id", request_id)?,
+                arg("resolution", resolution)?,
+                opt_arg("reason", reason)?.unwrap_or("responder"),
+            )?;
+            Ok(json!({"resolution": r.resolution, "reason": r.reason, "applied": r.applied}))
+        })
+    }
+}
