@@ -69,8 +69,9 @@ export type ApproverFunction = (ask: ApprovalAsk) => ApproverAnswer | Promise<Ap
 /** A subscription is an async iterator of notifications. */
 export interface Subscription extends AsyncIterable<Notification> {}
 
-/** The facade error variant a `TurnGateError` came from. */
-export type TurnGateErrorCode = 'Policy' | 'Snapshot' | 'Store' | 'SandboxUnavailable' | 'Approval' | 'Run' | 'Invalid'
+/** The facade error variant a `TurnGateError` came from (`PermissionDenied`: a guarded
+ * function's refusal, see `Gate.guard`). */
+export type TurnGateErrorCode = 'Policy' | 'Snapshot' | 'Store' | 'SandboxUnavailable' | 'Approval' | 'Run' | 'Invalid' | 'PermissionDenied'
 
 /** Base class of every turngate error; `code` names the facade's error variant. */
 export declare class TurnGateError extends Error {
@@ -112,6 +113,45 @@ export declare class RunError extends TurnGateError {
 /** An argument was malformed (not the expected protocol object, an unknown name). */
 export declare class InvalidInputError extends TurnGateError {
   readonly code: 'Invalid'
+}
+
+/** A guarded function's refusal with `onDeny: 'throw'`: the function did not run. */
+export declare class PermissionDeniedError extends TurnGateError {
+  readonly code: 'PermissionDenied'
+  /** Why, in words (`deferred` when the request waits for a person). */
+  readonly reason: string
+  /** The text a model can read and adapt to (what `onDeny: 'return'` returns). */
+  readonly toolResult: string
+  /** The refused action's kind. */
+  readonly kind: ActionKind
+  /** The refused action's target. */
+  readonly target: string
+  /** `denied`, or `deferred` when the approver deferred the request. */
+  readonly outcome: 'denied' | 'deferred'
+}
+
+/** How `Gate.guard` authorizes each call of the function it wraps. */
+export interface GuardOptions<A extends unknown[]> {
+  /** The action kind of every call. */
+  kind: ActionKind
+  /** The target: a fixed string, or computed from the call's arguments. */
+  target: string | ((...args: A) => string)
+  /** The tool name in rules and audit rows (default: the function's name). */
+  tool?: string
+  /** On a refusal: return the denial's `toolResult` (default), or reject with a
+   * `PermissionDeniedError`. */
+  onDeny?: 'return' | 'throw'
+}
+
+export interface Gate {
+  /**
+   * `fn` wrapped so that every call is authorized first. Allowed: `fn` runs with its own
+   * arguments and its result is returned. Refused (denied or deferred): `fn` does not run; the
+   * wrapper returns the denial's `toolResult`, or with `onDeny: 'throw'` rejects with a
+   * `PermissionDeniedError`.
+   */
+  guard<A extends unknown[], R>(options: GuardOptions<A> & { onDeny: 'throw' }, fn: (...args: A) => R | Promise<R>): (...args: A) => Promise<R>
+  guard<A extends unknown[], R>(options: GuardOptions<A>, fn: (...args: A) => R | Promise<R>): (...args: A) => Promise<R | string>
 }
 
 /** The action kinds' wire names, in the core's order. */
