@@ -4,8 +4,8 @@
 //! [`ProcessSpawnPlan::build`] enforces, in order: shell enablement; per-simple-command policy
 //! verdicts (strictest wins, unresolvable constructs ask at least); denied commands and allowed
 //! command families; the cwd and every redirection's file through the [`FilePolicyChecker`];
-//! environment filtering; the timeout cap; and whether a native sandbox is required. It never spawns anything: a process
-//! runner consumes the plan's public fields.
+//! environment filtering; the timeout cap; and whether a native sandbox is required. It never
+//! spawns anything: a process runner consumes the plan's public fields.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -104,8 +104,9 @@ impl ProcessSpawnPlan {
     }
 
     /// The part of the line that set a deny or ask verdict, in words (`` command `rm` ``,
-    /// `` the redirection to `/etc/profile` ``, ...); `None` for an allow, or when the verdict
-    /// came from the line as a whole (the shell disabled, an invalid line).
+    /// `` the redirection that writes `/etc/profile` ``, `not statically resolvable: eval`);
+    /// `None` for an allow, or when the verdict came from the line as a whole (the shell
+    /// disabled, an invalid line, the cwd).
     pub fn decided_by(&self) -> Option<String> {
         if self.verdict.effect == Effect::Allow {
             return None;
