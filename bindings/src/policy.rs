@@ -8,6 +8,9 @@ use turngate::{ActionKind, CompiledPolicy, Effect, PermissionMode, Policy, Rule,
 
 use crate::TurnGateError;
 
+/// The field separator of [`PolicyHandle::explain_flat`] (ASCII unit separator).
+pub const FLAT_SEP: char = '\u{1f}';
+
 /// One rule as it crosses the FFI boundary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleRecord {
@@ -229,6 +232,45 @@ impl PolicyHandle {
             .compiled
             .explain_parts(parse_kind(kind)?, target, tool)
             .into())
+    }
+
+    /// [`explain`](Self::explain) as one string of [`FLAT_SEP`]-separated fields
+    /// `effect, layer, reason[, rule kind, rule effect, rule pattern[, rule tool]]`, for
+    /// bindings where one string crosses much faster than a record (Node, Swift). `None` when a
+    /// field contains the separator itself: the caller falls back to `explain`.
+    pub fn explain_flat(
+        &self,
+        kind: &str,
+        target: &str,
+        tool: Option<&str>,
+    ) -> Result<Option<String>, TurnGateError> {
+        let v = self.compiled.explain_parts(parse_kind(kind)?, target, tool);
+        let rule = v.rule.as_deref();
+        let fields = [Some(&*v.layer)]
+            .into_iter()
+            .chain(rule.map(|r| Some(r.pattern.as_str())))
+            .chain(rule.map(|r| r.tool.as_deref()))
+            .flatten();
+        if fields.into_iter().any(|f| f.contains(FLAT_SEP)) {
+            return Ok(None);
+        }
+        let mut out = String::with_capacity(64);
+        for part in [v.effect.as_str(), &v.layer, v.reason.as_str()] {
+            out.push_str(part);
+            out.push(FLAT_SEP);
+        }
+        if let Some(r) = rule {
+            for part in [r.kind.as_str(), r.effect.as_str(), &r.pattern] {
+                out.push_str(part);
+                out.push(FLAT_SEP);
+            }
+            if let Some(t) = &r.tool {
+                out.push_str(t);
+                out.push(FLAT_SEP);
+            }
+        }
+        out.pop();
+        Ok(Some(out))
     }
 
     /// The effects of many actions, in order. An unknown kind fails the whole batch, naming the

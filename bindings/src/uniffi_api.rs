@@ -321,6 +321,22 @@ impl Policy {
         Ok(self.handle.explain(&kind, &target, tool.as_deref())?.into())
     }
 
+    /// The verdict as one string of `\u{1f}`-separated fields `effect, layer, reason[, rule
+    /// kind, rule effect, rule pattern[, rule tool]]`, or `""` when a field holds the
+    /// separator (then call `explain`). The Swift layer's `explain(_:_:tool:)` builds the
+    /// `Verdict` from it: one plain string lifts faster than the record (or an optional).
+    pub fn explain_flat(
+        &self,
+        kind: String,
+        target: String,
+        tool: Option<String>,
+    ) -> Result<String> {
+        Ok(self
+            .handle
+            .explain_flat(&kind, &target, tool.as_deref())?
+            .unwrap_or_default())
+    }
+
     /// The effects of many actions, in order (one call across the boundary).
     pub fn check_batch(&self, actions: Vec<Action>) -> Result<Vec<Effect>> {
         let actions: Vec<crate::ActionRecord> = actions

@@ -295,39 +295,19 @@ impl Policy {
         target: String,
         tool: Option<String>,
     ) -> napi::Result<Either<String, Verdict>> {
-        let v = self
+        match self
             .handle
-            .explain(&kind, &target, tool.as_deref())
-            .or_throw(&env)?;
-        let rule_fields = v
-            .rule
-            .iter()
-            .flat_map(|r| [Some(r.kind.as_str()), Some(&*r.pattern), r.tool.as_deref()]);
-        if [Some(&*v.layer), Some(&*v.reason)]
-            .into_iter()
-            .chain(rule_fields)
-            .flatten()
-            .any(|f| f.contains(SEP))
+            .explain_flat(&kind, &target, tool.as_deref())
+            .or_throw(&env)?
         {
-            return Ok(Either::B(v.into()));
+            Some(flat) => Ok(Either::A(flat)),
+            None => Ok(Either::B(
+                self.handle
+                    .explain(&kind, &target, tool.as_deref())
+                    .or_throw(&env)?
+                    .into(),
+            )),
         }
-        let mut out = String::with_capacity(64);
-        for part in [v.effect.as_str(), &v.layer, &v.reason] {
-            out.push_str(part);
-            out.push(SEP);
-        }
-        if let Some(r) = v.rule {
-            for part in [r.kind.as_str(), r.effect.as_str(), &r.pattern] {
-                out.push_str(part);
-                out.push(SEP);
-            }
-            if let Some(t) = r.tool {
-                out.push_str(&t);
-                out.push(SEP);
-            }
-        }
-        out.pop();
-        Ok(Either::A(out))
     }
 
     /// The effects of many actions, in order. An unknown kind fails the whole batch, naming the

@@ -29,9 +29,42 @@ extension Policy {
         }
     }
 
-    /// The verdict of an action: effect, deciding rule and layer, reason.
+    /// The verdict of an action: effect, deciding rule and layer, reason. Built from
+    /// `explainFlat` (one string crosses instead of a record, several times faster), falling
+    /// back to the record when a field holds the separator.
     public func explain(_ kind: String, _ target: String, tool: String? = nil) throws -> Verdict {
-        try explain(kind: kind, target: target, tool: tool)
+        guard let verdict = Verdict(flat: try explainFlat(kind: kind, target: target, tool: tool))
+        else { return try explain(kind: kind, target: target, tool: tool) }
+        return verdict
+    }
+}
+
+extension Verdict {
+    /// A verdict from `Policy.explainFlat`'s fields; `nil` when they are not well formed.
+    init?(flat: String) {
+        let f = flat.split(separator: "\u{1f}", omittingEmptySubsequences: false)
+        guard f.count == 3 || f.count == 6 || f.count == 7, let effect = Effect(wireName: f[0])
+        else { return nil }
+        var rule: Rule? = nil
+        if f.count >= 6 {
+            guard let ruleEffect = Effect(wireName: f[4]) else { return nil }
+            rule = Rule(
+                kind: String(f[3]), effect: ruleEffect, pattern: String(f[5]),
+                tool: f.count == 7 ? String(f[6]) : nil)
+        }
+        self.init(effect: effect, rule: rule, layer: String(f[1]), reason: String(f[2]))
+    }
+}
+
+extension Effect {
+    /// The effect of a wire name (`allow`, `ask`, `deny`).
+    init?<S: StringProtocol>(wireName: S) {
+        switch wireName {
+        case "allow": self = .allow
+        case "ask": self = .ask
+        case "deny": self = .deny
+        default: return nil
+        }
     }
 }
 

@@ -41,7 +41,8 @@ for (kind, target) in cases {
 
 var total: UInt64 = 0
 let floor = nsPerCall(iterations: n) { total &+= benchNoop(kind: "file_read", target: "src/main.rs") }
-let explainNs = try nsPerCall(iterations: n / 4) { sink += try policy.explain(kind: "file_read", target: "config/.env", tool: nil).layer.count }
+let explainNs = try nsPerCall(iterations: n / 4) { sink += try policy.explain("file_read", "config/.env").layer.count }
+let explainRecordNs = try nsPerCall(iterations: n / 4) { sink += try policy.explain(kind: "file_read", target: "config/.env", tool: nil).layer.count }
 let batch = (0..<100).map { Action(kind: "file_read", target: $0 % 2 == 0 ? "src/main.rs" : "config/.env", tool: nil) }
 let perBatch = try nsPerCall(iterations: 2_000) { sink += try policy.checkBatch(actions: batch).count }
 
@@ -52,5 +53,6 @@ for (name, ns) in swiftRows {
     print("\(pad(name, 50)) \(String(format: "%9.0f %8.2f", ns, ns / floor))")
 }
 print("\(pad("explain file_read config/.env", 50)) \(String(format: "%9.0f %8.2f", explainNs, explainNs / floor))")
+print("\(pad("explain, the generated record call, file_read config/.env", 50)) \(String(format: "%9.0f %8.2f", explainRecordNs, explainRecordNs / floor))")
 print("\(pad("check_batch of 100, per action", 50)) \(String(format: "%9.0f %8.2f", perBatch / 100, perBatch / 100 / floor))")
 if sink < 0 || total == 0 { print("") }
