@@ -118,7 +118,7 @@ export declare class InvalidInputError extends TurnGateError {
 /** A guarded function's refusal with `onDeny: 'throw'`: the function did not run. */
 export declare class PermissionDeniedError extends TurnGateError {
   readonly code: 'PermissionDenied'
-  /** Why, in words (`deferred` when the request waits for a person). */
+  /** Why, in words (for a deferral: that the request waits for a person). */
   readonly reason: string
   /** The text a model can read and adapt to (what `onDeny: 'return'` returns). */
   readonly toolResult: string

@@ -118,7 +118,7 @@ export declare class InvalidInputError extends TurnGateError {
 /** A guarded function's refusal with `onDeny: 'throw'`: the function did not run. */
 export declare class PermissionDeniedError extends TurnGateError {
   readonly code: 'PermissionDenied'
-  /** Why, in words (`deferred` when the request waits for a person). */
+  /** Why, in words (for a deferral: that the request waits for a person). */
   readonly reason: string
   /** The text a model can read and adapt to (what `onDeny: 'return'` returns). */
   readonly toolResult: string
@@ -395,6 +395,10 @@ export interface Authorization {
   denial?: Denial
   /** Deferred: the persisted `TurnPermissionApprovalRequest`, exactly as shown. */
   request?: ApprovalRequest
+  /** Denied or deferred: why the call did not run, in words. */
+  reason?: string
+  /** Denied or deferred: the text to hand the model as the tool's result. */
+  toolResult?: string
 }
 
 /**

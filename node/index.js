@@ -148,12 +148,6 @@ delete native.Policy.prototype.checkBatchFlat
  * `reason`, `toolResult`, `kind`, `target` and `outcome` (`denied` or `deferred`) are set. */
 class PermissionDeniedError extends TurnGateError {}
 
-function refusalText(auth) {
-  if (auth.denial) return auth.denial.toolResult
-  const why = (auth.request && auth.request.reason) || 'waiting for approval'
-  return `Permission pending: ${why}. The action did not run; continue without it or wait for the approval.`
-}
-
 /** `gate.guard({ kind, target, tool?, onDeny? }, fn)`: `fn` wrapped so that every call is
  * authorized first (the same `authorize` as always; this only calls it). `target` is a string or
  * a function of the call's arguments; `tool` defaults to `fn.name`. Allowed: `fn` runs with its
@@ -176,10 +170,10 @@ function guard(options, fn) {
     const resolved = String(value)
     const auth = await gate.authorize(name === undefined ? { kind, target: resolved } : { kind, target: resolved, tool: name })
     if (auth.outcome === 'allowed') return await fn.apply(this, args)
-    const text = refusalText(auth)
+    // The core words the refusal (a denial's or a deferral's) for the model.
+    const text = auth.toolResult
     if (onDeny === 'throw') {
-      const reason = auth.denial ? auth.denial.reason : 'deferred'
-      throw new PermissionDeniedError(text, 'PermissionDenied', { reason, toolResult: text, kind, target: resolved, outcome: auth.outcome })
+      throw new PermissionDeniedError(text, 'PermissionDenied', { reason: auth.reason, toolResult: text, kind, target: resolved, outcome: auth.outcome })
     }
     return text
   }

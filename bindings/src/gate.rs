@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use turngate::gate::{Authorization, Denial, Gate, SpawnResult};
+use turngate::gate::{
+    Authorization, Denial, Gate, SpawnResult, deferral_reason, deferral_tool_result,
+};
 use turngate::protocol::TurnExecutionSecuritySnapshot;
 use turngate::sandbox::ProcessOutcome;
 
@@ -72,6 +74,10 @@ pub enum AuthorizationRecord {
     Deferred {
         /// The request, exactly as shown.
         request: Value,
+        /// Why the call did not run, in words.
+        reason: String,
+        /// The text to hand the model as the tool's result.
+        tool_result: String,
     },
 }
 
@@ -92,6 +98,8 @@ fn authorization(a: Authorization) -> Result<AuthorizationRecord, TurnGateError>
         },
         Authorization::Denied(d) => AuthorizationRecord::Denied(d.into()),
         Authorization::Deferred { request } => AuthorizationRecord::Deferred {
+            reason: deferral_reason(&request),
+            tool_result: deferral_tool_result(&request),
             request: to_value("request", &*request)?,
         },
     })
@@ -148,6 +156,10 @@ pub enum SpawnRecord {
     Deferred {
         /// The request, exactly as shown.
         request: Value,
+        /// Why the command did not run, in words.
+        reason: String,
+        /// The text to hand the model as the tool's result.
+        tool_result: String,
     },
 }
 
@@ -233,6 +245,8 @@ impl GateHandle {
             SpawnResult::Ran(o) => SpawnRecord::Ran(outcome_record(*o)?),
             SpawnResult::Denied(d) => SpawnRecord::Denied(d.into()),
             SpawnResult::Deferred(r) => SpawnRecord::Deferred {
+                reason: deferral_reason(&r),
+                tool_result: deferral_tool_result(&r),
                 request: to_value("request", &*r)?,
             },
         })

@@ -582,7 +582,7 @@ impl From<crate::AuthorizationRecord> for Authorization {
                 remember: remember.into_iter().map(Rule::from).collect(),
             },
             crate::AuthorizationRecord::Denied(d) => Authorization::Denied { denial: d.into() },
-            crate::AuthorizationRecord::Deferred { request } => Authorization::Deferred {
+            crate::AuthorizationRecord::Deferred { request, .. } => Authorization::Deferred {
                 request: request.to_string(),
             },
         }
@@ -1013,7 +1013,7 @@ impl From<crate::SpawnRecord> for SpawnResult {
         match s {
             crate::SpawnRecord::Ran(o) => SpawnResult::Ran { process: o.into() },
             crate::SpawnRecord::Denied(d) => SpawnResult::Denied { denial: d.into() },
-            crate::SpawnRecord::Deferred { request } => SpawnResult::Deferred {
+            crate::SpawnRecord::Deferred { request, .. } => SpawnResult::Deferred {
                 request: request.to_string(),
             },
         }

@@ -115,6 +115,40 @@ impl Authorization {
     pub fn is_allowed(&self) -> bool {
         matches!(self, Authorization::Allowed { .. })
     }
+
+    /// Why the call did not run, in words: the denial's reason, or that the request was
+    /// deferred. `None` when allowed.
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            Authorization::Allowed { .. } => None,
+            Authorization::Denied(d) => Some(d.reason.clone()),
+            Authorization::Deferred { request } => Some(deferral_reason(request)),
+        }
+    }
+
+    /// The text to hand the model as the tool's result when the call did not run (a denial,
+    /// or a deferral waiting for a person). `None` when allowed.
+    pub fn tool_result(&self) -> Option<String> {
+        match self {
+            Authorization::Allowed { .. } => None,
+            Authorization::Denied(d) => Some(d.tool_result()),
+            Authorization::Deferred { request } => Some(deferral_tool_result(request)),
+        }
+    }
+}
+
+/// Why a deferred call did not run, in words.
+pub fn deferral_reason(request: &TurnPermissionApprovalRequest) -> String {
+    format!("approval request {} was deferred", request.id)
+}
+
+/// The text to hand the model for a deferred call (a denial has [`Denial::tool_result`]).
+pub fn deferral_tool_result(request: &TurnPermissionApprovalRequest) -> String {
+    format!(
+        "Permission pending: {}. The action did not run; continue without it or wait for the \
+         approval.",
+        deferral_reason(request)
+    )
 }
 
 /// The gate could not carry out a call (as opposed to refusing it).
@@ -759,7 +793,7 @@ impl Gate {
             Authorization::Deferred { request } => {
                 return Ok(Err(Denial {
                     action: Action::new(kind, inv.target.clone()),
-                    reason: format!("approval request {} was deferred", request.id),
+                    reason: deferral_reason(&request),
                     verdict: None,
                 }));
             }

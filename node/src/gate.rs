@@ -73,6 +73,10 @@ pub struct Authorization {
     /// Deferred: the persisted `TurnPermissionApprovalRequest`, exactly as shown.
     #[napi(ts_type = "ApprovalRequest")]
     pub request: Option<Value>,
+    /// Denied or deferred: why the call did not run, in words.
+    pub reason: Option<String>,
+    /// Denied or deferred: the text to hand the model as the tool's result.
+    pub tool_result: Option<String>,
 }
 
 impl Authorization {
@@ -85,6 +89,8 @@ impl Authorization {
             remember: Vec::new(),
             denial: None,
             request: None,
+            reason: None,
+            tool_result: None,
         }
     }
 }
@@ -107,11 +113,19 @@ impl From<AuthorizationRecord> for Authorization {
                 ..Authorization::empty("allowed")
             },
             AuthorizationRecord::Denied(d) => Authorization {
+                reason: Some(d.reason.clone()),
+                tool_result: Some(d.tool_result.clone()),
                 denial: Some(d.into()),
                 ..Authorization::empty("denied")
             },
-            AuthorizationRecord::Deferred { request } => Authorization {
+            AuthorizationRecord::Deferred {
+                request,
+                reason,
+                tool_result,
+            } => Authorization {
                 request: Some(request),
+                reason: Some(reason),
+                tool_result: Some(tool_result),
                 ..Authorization::empty("deferred")
             },
         }
@@ -370,7 +384,7 @@ impl Gate {
                     denial: Some(d.into()),
                     request: None,
                 },
-                SpawnRecord::Deferred { request } => SpawnResult {
+                SpawnRecord::Deferred { request, .. } => SpawnResult {
                     outcome: "deferred".to_owned(),
                     process: None,
                     denial: None,

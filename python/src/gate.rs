@@ -29,8 +29,9 @@ fn json_out(py: Python<'_>, v: Value) -> PyResult<Py<PyAny>> {
 // ---- records as Python objects --------------------------------------------------------------
 
 /// What the gate decided for one call. `outcome` is `"allowed"`, `"denied"` or `"deferred"`;
-/// truthy only when allowed. A denial carries `reason` and `tool_result` (the text to hand
-/// the model); a deferral carries `request` (the persisted `TurnPermissionApprovalRequest`).
+/// truthy only when allowed. A denial or a deferral carries `reason` and `tool_result` (the
+/// text to hand the model, worded by the core); a deferral also carries `request` (the
+/// persisted `TurnPermissionApprovalRequest`).
 #[pyclass(frozen, module = "turngate", name = "Authorization")]
 pub(crate) struct PyAuthorization {
     #[pyo3(get)]
@@ -96,7 +97,12 @@ fn denial_auth(d: DenialRecord) -> PyAuthorization {
     }
 }
 
-fn deferred_auth(py: Python<'_>, request: &Value) -> PyResult<PyAuthorization> {
+fn deferred_auth(
+    py: Python<'_>,
+    request: &Value,
+    reason: String,
+    tool_result: String,
+) -> PyResult<PyAuthorization> {
     let text = |k: &str| request.get(k).and_then(Value::as_str).map(str::to_owned);
     Ok(PyAuthorization {
         outcome: "deferred",
@@ -110,8 +116,8 @@ fn deferred_auth(py: Python<'_>, request: &Value) -> PyResult<PyAuthorization> {
         verdict: None,
         cached_approval: false,
         remember: Vec::new(),
-        reason: text("id").map(|id| format!("approval request {id} was deferred")),
-        tool_result: None,
+        reason: Some(reason),
+        tool_result: Some(tool_result),
         request: Some(to_py(py, request)?.unbind()),
     })
 }
@@ -138,7 +144,11 @@ fn auth_out(py: Python<'_>, a: AuthorizationRecord) -> PyResult<Py<PyAny>> {
             request: None,
         },
         AuthorizationRecord::Denied(d) => denial_auth(d),
-        AuthorizationRecord::Deferred { request } => deferred_auth(py, &request)?,
+        AuthorizationRecord::Deferred {
+            request,
+            reason,
+            tool_result,
+        } => deferred_auth(py, &request, reason, tool_result)?,
     };
     Ok(Py::new(py, auth)?.into_any())
 }
@@ -236,11 +246,13 @@ fn spawn_out(py: Python<'_>, s: SpawnRecord) -> PyResult<Py<PyAny>> {
             tool_result: Some(d.tool_result),
             ..empty_spawn(py, "denied")
         },
-        SpawnRecord::Deferred { request } => PySpawnResult {
-            reason: request
-                .get("id")
-                .and_then(Value::as_str)
-                .map(|id| format!("approval request {id} was deferred")),
+        SpawnRecord::Deferred {
+            request,
+            reason,
+            tool_result,
+        } => PySpawnResult {
+            reason: Some(reason),
+            tool_result: Some(tool_result),
             request: Some(to_py(py, &request)?.unbind()),
             ..empty_spawn(py, "deferred")
         },

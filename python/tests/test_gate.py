@@ -290,6 +290,8 @@ def test_resuming_a_denied_target_is_refused_even_when_approved(
     gate = Gate("t", _snapshot(workspace), store, "defer_all")
     auth = gate.authorize_blocking("file_write", str(workspace / "x.txt"))
     assert auth.outcome == "deferred" and auth.request is not None
+    assert auth.reason == f"approval request {auth.request['id']} was deferred"
+    assert auth.tool_result is not None and auth.tool_result.startswith("Permission pending")
     strict = _with_rule(_snapshot(workspace), "file_write", "deny", "**")
     later = Gate("t", strict, store)
     assert later.resume(auth.request["id"], "approve").outcome == "denied"

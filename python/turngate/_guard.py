@@ -13,12 +13,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _refusal(auth: Authorization) -> str:
-    if auth.tool_result is not None:
-        return auth.tool_result
-    return (
-        f"Permission pending: {auth.reason}. The action did not run; continue without it "
-        "or wait for the approval."
-    )
+    # The core words every refusal (a denial or a deferral) for the model.
+    return auth.tool_result or auth.reason or auth.outcome
 
 
 def _raise(auth: Authorization) -> None:

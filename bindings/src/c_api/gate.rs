@@ -94,7 +94,7 @@ fn denial_json(d: DenialRecord) -> Value {
 
 /// A deferral: `{"outcome": "deferred", "request_id", "kind", "target", "tool", "reason",
 /// "request"}`, `request` the persisted `TurnPermissionApprovalRequest`.
-fn deferred_json(request: Value) -> Value {
+fn deferred_json(request: Value, reason: String, tool_result: String) -> Value {
     let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
     let id = text(request.get("id"));
     json!({
@@ -103,7 +103,8 @@ fn deferred_json(request: Value) -> Value {
         "kind": text(request.get("action_kind")),
         "target": text(request.pointer("/details/target")),
         "tool": text(request.get("tool_name")),
-        "reason": id.as_ref().map(|id| format!("approval request {id} was deferred")),
+        "reason": reason,
+        "tool_result": tool_result,
         "request": request,
     })
 }
@@ -127,7 +128,11 @@ fn authorization_json(a: AuthorizationRecord) -> Value {
             "remember": remember.into_iter().map(rule_json).collect::<Vec<_>>(),
         }),
         AuthorizationRecord::Denied(d) => denial_json(d),
-        AuthorizationRecord::Deferred { request } => deferred_json(request),
+        AuthorizationRecord::Deferred {
+            request,
+            reason,
+            tool_result,
+        } => deferred_json(request, reason, tool_result),
     }
 }
 
@@ -151,7 +156,11 @@ fn spawn_json(s: SpawnRecord) -> Value {
     match s {
         SpawnRecord::Ran(o) => ran_json(o),
         SpawnRecord::Denied(d) => denial_json(d),
-        SpawnRecord::Deferred { request } => deferred_json(request),
+        SpawnRecord::Deferred {
+            request,
+            reason,
+            tool_result,
+        } => deferred_json(request, reason, tool_result),
     }
 }
 
