@@ -122,6 +122,7 @@ async fn run_vector(name: &str, v: &Value) -> Vec<String> {
                 "outcome": "denied",
                 "cached": false,
                 "reason": d.verdict.map(|v| v.reason),
+                "denial": d.reason,
             }),
             Authorization::Deferred { .. } => json!({"outcome": "deferred", "cached": false}),
         };
@@ -133,6 +134,14 @@ async fn run_vector(name: &str, v: &Value) -> Vec<String> {
                 failures.push(format!(
                     "{name} step {i} ({}): {key}: expected {}, got {} (full: {got})",
                     v["why"], want[key], got[key]
+                ));
+            }
+        }
+        if let Some(part) = want["denial_includes"].as_str() {
+            if !got["denial"].as_str().is_some_and(|r| r.contains(part)) {
+                failures.push(format!(
+                    "{name} step {i} ({}): the denial does not say {part:?} (full: {got})",
+                    v["why"]
                 ));
             }
         }

@@ -276,22 +276,29 @@ async function runGate(v) {
         broker.respond(n.params.request?.id ?? n.params.id, answers.shift() ?? 'deny')
       }
     })()
-    for (const [i, step] of v.steps.entries()) {
-      if (step.answer) answers.push(step.answer)
-      const before = asked
-      const a = await gate.authorize({ kind: step.kind, target: step.target, tool: step.tool })
-      const got = {
-        outcome: a.outcome,
-        cached: a.outcome === 'allowed' ? a.cachedApproval : false,
-        reason: a.outcome === 'allowed' ? a.verdict.reason : a.outcome === 'denied' ? (a.denial.verdict?.reason ?? null) : undefined,
-        asked: asked > before,
+    // A failed step must end the responder too, or the run would wait on it forever.
+    try {
+      for (const [i, step] of v.steps.entries()) {
+        if (step.answer) answers.push(step.answer)
+        const before = asked
+        const a = await gate.authorize({ kind: step.kind, target: step.target, tool: step.tool })
+        const got = {
+          outcome: a.outcome,
+          cached: a.outcome === 'allowed' ? a.cachedApproval : false,
+          reason: a.outcome === 'allowed' ? a.verdict.reason : a.outcome === 'denied' ? (a.denial.verdict?.reason ?? null) : undefined,
+          asked: asked > before,
+        }
+        for (const key of ['outcome', 'cached', 'asked', 'reason']) {
+          if (key in step.expect) assert.deepEqual(got[key], step.expect[key], `step ${i}: ${key} (got ${JSON.stringify(got)})`)
+        }
+        if ('denial_includes' in step.expect) {
+          assert.ok(a.outcome === 'denied' && a.denial.reason.includes(step.expect.denial_includes), `step ${i}: the denial does not say ${JSON.stringify(step.expect.denial_includes)}: ${JSON.stringify(a.denial)}`)
+        }
       }
-      for (const key of ['outcome', 'cached', 'asked', 'reason']) {
-        if (key in step.expect) assert.deepEqual(got[key], step.expect[key], `step ${i}: ${key} (got ${JSON.stringify(got)})`)
-      }
+    } finally {
+      broker.close()
+      await responder
     }
-    broker.close()
-    await responder
     const rows = (await store.replay('turn-1')).map((e) => [e.kind, e.decision ?? null, e.cached_approval_used])
     if (v.expect_audit) assert.deepEqual(rows, v.expect_audit, 'audit rows')
   } finally {

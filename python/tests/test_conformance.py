@@ -361,7 +361,13 @@ def run_gate(v: dict[str, Any]) -> None:
                     "reason": auth.verdict.reason if auth.verdict is not None else None,
                     "asked": asked[0] > before,
                 }
-                for key, want in step["expect"].items():
+                expect = dict(step["expect"])
+                part = expect.pop("denial_includes", None)
+                if part is not None:
+                    assert auth.outcome == "denied" and part in (auth.reason or ""), (
+                        f"step {i}: the denial does not say {part!r}: {auth.reason!r}"
+                    )
+                for key, want in expect.items():
                     assert got[key] == want, f"step {i}: {key}: expected {want}, got {got}"
             sub.cancel()
             task.cancel()

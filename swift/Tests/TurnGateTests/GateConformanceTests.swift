@@ -78,10 +78,12 @@ final class GateConformanceTests: XCTestCase {
             if let answer = step["answer"]?.string { await answers.push(answer) }
             let before = await answers.asked
             let got: [String: JSON]
+            var denialText: String? = nil
             switch try await gate.authorize(invocation: Invocation(kind, target, tool: step["tool"]?.string)) {
             case let .allowed(_, verdict, cached, _):
                 got = ["outcome": .string("allowed"), "cached": .bool(cached), "reason": .string(verdict.reason)]
             case let .denied(denial):
+                denialText = denial.reason
                 got = ["outcome": .string("denied"), "cached": .bool(false),
                        "reason": denial.verdict.map { .string($0.reason) } ?? .null]
             case .deferred:
@@ -93,6 +95,9 @@ final class GateConformanceTests: XCTestCase {
                 if let w = want[key], w != (all[key] ?? .null) {
                     failures.append("\(label) step \(i): \(key): expected \(w.text), got \((all[key] ?? .null).text) (full: \(JSON.object(all).text))")
                 }
+            }
+            if let part = want["denial_includes"]?.string, !(denialText ?? "").contains(part) {
+                failures.append("\(label) step \(i): the denial does not say \(part): \(denialText ?? "(not denied)")")
             }
         }
         broker.close()
