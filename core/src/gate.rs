@@ -835,3 +835,48 @@ pub fn describe(verdict: &Verdict) -> String {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Reason;
+
+    #[test]
+    fn a_refusal_is_worded_for_the_model_and_an_allow_is_not() -> Result<(), ScopeError> {
+        let action = Action::new(ActionKind::FileWrite, "/w/a.txt");
+        let request =
+            TurnPermissionApprovalRequest::for_action("t", &action, Reason::AskRule, None)?;
+        let id = request.id.clone();
+        let deferred = Authorization::Deferred {
+            request: Box::new(request),
+        };
+        assert_eq!(
+            deferred.reason(),
+            Some(format!("approval request {id} was deferred"))
+        );
+        let text = deferred.tool_result().unwrap_or_default();
+        assert!(
+            text.starts_with("Permission pending: approval request "),
+            "{text}"
+        );
+        assert!(text.contains(&id), "{text}");
+
+        let denial = Denial {
+            action: action.clone(),
+            reason: "deny (outside_roots) in layer `x`".to_owned(),
+            verdict: None,
+        };
+        let denied = Authorization::Denied(denial.clone());
+        assert_eq!(denied.reason(), Some(denial.reason.clone()));
+        assert_eq!(denied.tool_result(), Some(denial.tool_result()));
+
+        let allowed = Authorization::Allowed {
+            verdict: Verdict::without_rule(Effect::Allow, Arc::from("defaults"), Reason::Default),
+            action,
+            cached_approval: false,
+            remember: Vec::new(),
+        };
+        assert_eq!((allowed.reason(), allowed.tool_result()), (None, None));
+        Ok(())
+    }
+}
