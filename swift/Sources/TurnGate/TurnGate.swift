@@ -30,7 +30,7 @@ extension Policy {
     }
 
     /// The verdict of an action: effect, deciding rule and layer, reason. Built from
-    /// `explainFlat` (one string crosses instead of a record, several times faster), falling
+    /// `explainFlat` (one string crosses instead of a record: 1.2-1.8x faster here), falling
     /// back to the record when a field holds the separator.
     public func explain(_ kind: String, _ target: String, tool: String? = nil) throws -> Verdict {
         guard let verdict = Verdict(flat: try explainFlat(kind: kind, target: target, tool: tool))
