@@ -47,6 +47,29 @@ fn store_arg(env: &Env) -> String {
     env.store.to_string_lossy().into_owned()
 }
 
+/// `turngate run --mode auto_accept_edits --approver allow -- sh -c SCRIPT` in the workspace.
+fn run_auto_accept_edits(env: &Env, script: &str) -> Output {
+    let ws = env.ws.to_string_lossy().into_owned();
+    turngate(
+        env,
+        &[
+            "run",
+            "--mode",
+            "auto_accept_edits",
+            "--approver",
+            "allow",
+            "--workspace",
+            &ws,
+            "--store",
+            &store_arg(env),
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    )
+}
+
 fn audit_titles(env: &Env, turn: &str) -> Vec<String> {
     let out = turngate(
         env,
@@ -239,28 +262,10 @@ fn run_allowed_write_inside_the_workspace() {
 #[test]
 fn run_write_outside_the_roots_is_refused_by_the_kernel() {
     let env = env();
-    let ws = env.ws.to_string_lossy().into_owned();
     let target = env.outside.join("escape.txt");
     // `touch` opens the file itself: the policy cannot see it, the kernel must refuse it.
     let script = format!("touch {}", target.display());
-    let out = turngate(
-        &env,
-        &[
-            "run",
-            "--mode",
-            "auto_accept_edits",
-            "--approver",
-            "allow",
-            "--workspace",
-            &ws,
-            "--store",
-            &store_arg(&env),
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
-    );
+    let out = run_auto_accept_edits(&env, &script);
     assert_ne!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Permission denied"));
     assert!(!target.exists(), "the sandbox let a write escape");
@@ -269,7 +274,6 @@ fn run_write_outside_the_roots_is_refused_by_the_kernel() {
 #[test]
 fn run_redirect_outside_the_roots_is_denied_before_it_runs() {
     let env = env();
-    let ws = env.ws.to_string_lossy().into_owned();
     let target = env.outside.join("escape.txt");
     let marker = env.ws.join("ran.txt");
     // The shell would open the redirect target itself: the policy judges it as a file write.
@@ -278,24 +282,7 @@ fn run_redirect_outside_the_roots_is_denied_before_it_runs() {
         marker.display(),
         target.display()
     );
-    let out = turngate(
-        &env,
-        &[
-            "run",
-            "--mode",
-            "auto_accept_edits",
-            "--approver",
-            "allow",
-            "--workspace",
-            &ws,
-            "--store",
-            &store_arg(&env),
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
-    );
+    let out = run_auto_accept_edits(&env, &script);
     assert_eq!(out.status.code(), Some(126));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("outside_roots"), "{stderr}");
