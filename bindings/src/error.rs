@@ -201,6 +201,7 @@ impl From<GateError> for TurnGateError {
             GateError::Approval(a) => a.into(),
             GateError::Run(r) => r.into(),
             GateError::Scope(s) => TurnGateError::invalid("target", s),
+            e @ GateError::WrongKind { .. } => TurnGateError::invalid("kind", e),
             other => TurnGateError::Approval {
                 message: other.to_string(),
             },

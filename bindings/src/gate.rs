@@ -239,28 +239,31 @@ impl GateHandle {
         authorization(self.gate.resume(request_id, decision.to_core()?)?)
     }
 
-    /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox.
+    /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox. Only
+    /// a `shell_command` invocation can start a process; any other kind is an error before
+    /// anything runs.
     pub async fn spawn(&self, inv: &InvocationRecord) -> Result<SpawnRecord, TurnGateError> {
-        Ok(match self.gate.spawn(&inv.to_core()?).await? {
-            SpawnResult::Ran(o) => SpawnRecord::Ran(outcome_record(*o)?),
-            SpawnResult::Denied(d) => SpawnRecord::Denied(d.into()),
-            SpawnResult::Deferred(r) => SpawnRecord::Deferred {
-                reason: deferral_reason(&r),
-                tool_result: deferral_tool_result(&r),
-                request: to_value("request", &*r)?,
-            },
-        })
+        spawn_record(self.gate.spawn(&inv.to_core()?).await?)
     }
 
-    /// Run a command line that was already authorized (a resumed deferral) under the sandbox.
-    pub async fn run_approved(
+    /// Decide a deferred shell command and, when allowed, run exactly its stored action under
+    /// the snapshot it was requested under (narrowed by this gate's). An `allow_once` runs once.
+    pub async fn resume_spawn(
         &self,
-        command_line: &str,
-        cwd: Option<&str>,
-        tool: Option<&str>,
-    ) -> Result<ProcessOutcomeRecord, TurnGateError> {
-        let cwd = cwd.map(std::path::Path::new);
-        outcome_record(self.gate.run_approved(command_line, cwd, tool).await?)
+        request_id: &str,
+        decision: &DecisionRecord,
+    ) -> Result<SpawnRecord, TurnGateError> {
+        spawn_record(
+            self.gate
+                .resume_spawn(request_id, decision.to_core()?)
+                .await?,
+        )
+    }
+
+    /// Run the stored shell command of an already approved request (by its id), under its
+    /// stored snapshot and sandbox. There is no way to run a command line no decision covered.
+    pub async fn run_approved(&self, request_id: &str) -> Result<SpawnRecord, TurnGateError> {
+        spawn_record(self.gate.run_approved(request_id).await?)
     }
 
     /// Authorize a read of `inv.target` and open it race-free beneath its root.
@@ -288,4 +291,16 @@ impl GateHandle {
     pub fn grant_for_turn(&self, scope_hash: &str) {
         self.gate.grant_for_turn(scope_hash);
     }
+}
+
+fn spawn_record(result: SpawnResult) -> Result<SpawnRecord, TurnGateError> {
+    Ok(match result {
+        SpawnResult::Ran(o) => SpawnRecord::Ran(outcome_record(*o)?),
+        SpawnResult::Denied(d) => SpawnRecord::Denied(d.into()),
+        SpawnResult::Deferred(r) => SpawnRecord::Deferred {
+            reason: deferral_reason(&r),
+            tool_result: deferral_tool_result(&r),
+            request: to_value("request", &*r)?,
+        },
+    })
 }

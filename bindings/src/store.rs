@@ -88,13 +88,9 @@ impl StoreHandle {
         let resolution: ApprovalResolution = resolution
             .parse()
             .map_err(|e| TurnGateError::invalid("resolution", e))?;
-        let (recorded, applied) = self.store.resolve(
-            request_id,
-            StoredResolution {
-                resolution,
-                reason: reason.to_owned(),
-            },
-        )?;
+        let (recorded, applied) = self
+            .store
+            .resolve(request_id, StoredResolution::new(resolution, reason))?;
         Ok(StoreResolveRecord {
             resolution: recorded.resolution.as_str().to_owned(),
             reason: recorded.reason,

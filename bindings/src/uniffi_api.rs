@@ -907,20 +907,26 @@ impl Gate {
         Ok(self.handle.spawn(&invocation.into()).await?.into())
     }
 
-    /// Run a command line that was already authorized (a resumed deferral) under the sandbox:
-    /// the plan is rebuilt from the snapshot, so the environment filter, timeout cap and
-    /// sandbox apply. It does not ask again; authorize (or resume) first.
-    pub async fn run_approved(
+    /// Decide a deferred shell command and, when allowed, run exactly its stored action under
+    /// the snapshot it was requested under (narrowed by this gate's). An `allow_once` approval
+    /// runs once; a second call throws.
+    pub async fn resume_spawn(
         &self,
-        command_line: String,
-        cwd: Option<String>,
-        tool: Option<String>,
-    ) -> Result<ProcessOutcome> {
+        request_id: String,
+        decision: Decision,
+    ) -> Result<SpawnResult> {
         Ok(self
             .handle
-            .run_approved(&command_line, cwd.as_deref(), tool.as_deref())
+            .resume_spawn(&request_id, &decision.into())
             .await?
             .into())
+    }
+
+    /// Run the stored shell command of an already approved request (by its id) under its
+    /// stored snapshot and sandbox. An unresolved, denied or spent request throws; no command
+    /// line runs without a decision.
+    pub async fn run_approved(&self, request_id: String) -> Result<SpawnResult> {
+        Ok(self.handle.run_approved(&request_id).await?.into())
     }
 
     /// Authorize a read of `invocation.target` and open it race-free beneath its root. On

@@ -105,11 +105,18 @@ enum ApprovalsCommand {
         id: String,
         /// The resolution.
         resolution: String,
+        /// The reviewer's own words, recorded verbatim in the audit rows.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        /// Who resolves it, recorded as `person:NAME`.
+        #[arg(long, value_name = "NAME")]
+        by: Option<String>,
         #[command(flatten)]
         store: StoreArgs,
     },
     /// Run a deferred command whose waiting `run` is gone: exactly the command shown,
-    /// re-checked against the policy (give the same --mode/--policy/--workspace as the run).
+    /// re-checked, under the snapshot (sandbox) it was requested under; --mode, --policy and
+    /// --workspace can only narrow it. An allow_once approval runs once.
     Resume {
         /// The request id.
         id: String,
@@ -292,7 +299,7 @@ fn run_run(args: &RunArgs) -> Result<u8, CliError> {
 }
 
 fn run_resume(id: &str, profile: &ProfileArgs, store: &Option<PathBuf>) -> Result<u8, CliError> {
-    let store = session::open_store(store.as_ref())?;
+    let store = session::open_existing_store(store.as_ref())?;
     let turn = store
         .approval(id)?
         .map(|a| a.request.turn_id)
@@ -359,18 +366,27 @@ fn main() -> ExitCode {
         Command::Snapshot(args) => run_snapshot(args),
         Command::Schema(args) => run_schema(args),
         Command::Run(args) => run_run(args),
-        Command::Audit(args) => session::open_store(args.store.store.as_ref())
+        Command::Audit(args) => session::open_existing_store(args.store.store.as_ref())
             .and_then(|store| session::audit(store.as_ref(), args.turn.as_deref(), args.json)),
         Command::Approvals(ApprovalsCommand::List { store, json }) => {
-            session::open_store(store.store.as_ref())
+            session::open_existing_store(store.store.as_ref())
                 .and_then(|store| session::list(store.as_ref(), *json))
         }
         Command::Approvals(ApprovalsCommand::Resolve {
             id,
             resolution,
+            reason,
+            by,
             store,
-        }) => session::open_store(store.store.as_ref())
-            .and_then(|store| session::resolve(store.as_ref(), id, resolution)),
+        }) => session::open_existing_store(store.store.as_ref()).and_then(|store| {
+            session::resolve(
+                store.as_ref(),
+                id,
+                resolution,
+                reason.as_deref(),
+                by.as_deref(),
+            )
+        }),
         Command::Approvals(ApprovalsCommand::Resume { id, profile, store }) => {
             run_resume(id, profile, &store.store)
         }

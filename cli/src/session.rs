@@ -10,7 +10,7 @@ use turngate::approval::{
     ApprovalResolution, ApproveAll, Approver, Decision, DeferAll, DenyAll, StdinApprover,
 };
 use turngate::audit::{AuditStore, SqliteAuditStore, StoredResolution};
-use turngate::gate::{Authorization, Gate, SpawnResult, ToolInvocation};
+use turngate::gate::{Gate, SpawnResult, ToolInvocation};
 use turngate::reduce::{ClientState, ReducerInput, reduce_all};
 use turngate::sandbox::ProcessOutcome;
 
@@ -34,12 +34,10 @@ pub fn default_store() -> Result<PathBuf, CliError> {
     Ok(base.join("turngate").join("audit.db"))
 }
 
-/// Open the store at `path` (or the default), creating its directory.
+/// Open the store at `path` (or the default), creating its directory: for `run`, which
+/// records a new turn.
 pub fn open_store(path: Option<&PathBuf>) -> Result<Arc<SqliteAuditStore>, CliError> {
-    let path = match path {
-        Some(p) => p.clone(),
-        None => default_store()?,
-    };
+    let path = store_path(path)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| CliError(format!("store directory {}: {e}", dir.display())))?;
@@ -47,6 +45,23 @@ pub fn open_store(path: Option<&PathBuf>) -> Result<Arc<SqliteAuditStore>, CliEr
     SqliteAuditStore::open(&path)
         .map(Arc::new)
         .map_err(|e| CliError(format!("store {}: {e}", path.display())))
+}
+
+/// Open an existing store at `path` (or the default) without creating anything: for the
+/// commands that read or resolve recorded history (`audit`, `approvals ...`), where a mistyped
+/// path must be an error naming it, not an empty history.
+pub fn open_existing_store(path: Option<&PathBuf>) -> Result<Arc<SqliteAuditStore>, CliError> {
+    let path = store_path(path)?;
+    SqliteAuditStore::open_existing(&path)
+        .map(Arc::new)
+        .map_err(|e| CliError(e.to_string()))
+}
+
+fn store_path(path: Option<&PathBuf>) -> Result<PathBuf, CliError> {
+    match path {
+        Some(p) => Ok(p.clone()),
+        None => default_store(),
+    }
 }
 
 /// Which approver answers asks.
@@ -160,14 +175,11 @@ fn resume_and_run(
     rt: &tokio::runtime::Runtime,
     request_id: &str,
 ) -> Result<u8, CliError> {
-    match gate.resume(request_id, Decision::approve())? {
-        Authorization::Allowed { action, .. } => {
-            let outcome =
-                rt.block_on(gate.run_approved(&action.target, None, action.tool.as_deref()))?;
-            Ok(finish(&outcome))
-        }
-        Authorization::Denied(denial) => Ok(denied(&denial.reason)),
-        Authorization::Deferred { request } => Err(CliError(format!(
+    // The stored action runs under the stored snapshot (narrowed by this gate's), once.
+    match rt.block_on(gate.resume_spawn(request_id, Decision::approve()))? {
+        SpawnResult::Ran(outcome) => Ok(finish(&outcome)),
+        SpawnResult::Denied(denial) => Ok(denied(&denial.reason)),
+        SpawnResult::Deferred(request) => Err(CliError(format!(
             "approval request {} is still pending",
             request.id
         ))),
@@ -175,7 +187,8 @@ fn resume_and_run(
 }
 
 /// `turngate approvals resume ID`: run a deferred command whose waiting process is gone,
-/// exactly as shown, re-checked. An unresolved request is approved by this call.
+/// exactly as shown, re-checked, under the snapshot it was requested under. An unresolved
+/// request is approved by this call; an `allow_once` approval runs once.
 pub fn resume(gate: &Gate, request_id: &str) -> Result<u8, CliError> {
     let rt = runtime()?;
     resume_and_run(gate, &rt, request_id)
@@ -199,8 +212,15 @@ pub fn list(store: &dyn AuditStore, json: bool) -> Result<u8, CliError> {
     Ok(0)
 }
 
-/// `turngate approvals resolve ID RESOLUTION`: idempotent, the first resolution wins.
-pub fn resolve(store: &dyn AuditStore, request_id: &str, resolution: &str) -> Result<u8, CliError> {
+/// `turngate approvals resolve ID RESOLUTION`: idempotent, the first resolution wins. `note`
+/// (the reviewer's words) and `by` (who) are recorded with it and appear in the audit rows.
+pub fn resolve(
+    store: &dyn AuditStore,
+    request_id: &str,
+    resolution: &str,
+    note: Option<&str>,
+    by: Option<&str>,
+) -> Result<u8, CliError> {
     let resolution: ApprovalResolution = resolution.parse()?;
     if store.approval(request_id)?.is_none() {
         return Err(CliError(format!(
@@ -212,6 +232,8 @@ pub fn resolve(store: &dyn AuditStore, request_id: &str, resolution: &str) -> Re
         StoredResolution {
             resolution,
             reason: "responder".to_owned(),
+            message: note.map(str::to_owned),
+            decider: Some(by.map_or_else(|| "approver".to_owned(), |b| format!("person:{b}"))),
         },
     )?;
     if applied {
@@ -249,7 +271,10 @@ pub fn audit(store: &dyn AuditStore, turn: Option<&str>, json: bool) -> Result<u
     } else {
         println!("turn {turn}");
         for row in &state.timeline {
-            println!("  #{:<3} {}", row.seq, row.title);
+            match &row.timestamp {
+                Some(at) => println!("  #{:<3} {at}  {}", row.seq, row.title),
+                None => println!("  #{:<3} {}", row.seq, row.title),
+            }
         }
     }
     Ok(0)

@@ -12,21 +12,23 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::action::{Action, ActionKind, Effect};
+use crate::approval::DenialSource;
 use crate::approval::{
     ApprovalBroker, ApprovalContext, ApprovalResolution, ApprovalResult, Approver, Decision,
     ScopeError, TurnPermissionApprovalRequest, decide_and_check, resume_with_decision,
 };
 use crate::audit::{
-    AuditDecision, AuditError, AuditEventKind, AuditStore, StoredApproval, TurnPermissionAuditEvent,
+    AuditDecision, AuditError, AuditEventKind, AuditStore, Consumed, Redactor, StoredApproval,
+    StoredResolution, TurnPermissionAuditEvent,
 };
 use crate::check::file::{FileCheck, FilePolicyChecker, FileRoots, OpenError};
 use crate::check::net::{NetworkPolicyChecker, NetworkResolution};
 use crate::check::process::{ProcessSpawnPlan, SpawnRequest};
 use crate::error::PolicyError;
 use crate::policy::{CompiledPolicy, Rule};
-use crate::protocol::TurnExecutionSecuritySnapshot;
+use crate::protocol::{CapOrigin, TurnExecutionSecuritySnapshot};
 use crate::sandbox::{ProcessOutcome, ProcessRequest, ProcessRunner, RunError, SandboxSpec};
-use crate::snapshot::{SnapshotError, ensure_native_shell_allowed};
+use crate::snapshot::{SnapshotError, cap_from_parent, ensure_native_shell_allowed, intersect};
 use crate::verdict::Verdict;
 
 /// One tool call as the runtime sees it.
@@ -176,6 +178,48 @@ pub enum GateError {
     /// No deferred request has this id.
     #[error("no deferred approval request `{0}` in the store")]
     UnknownRequest(String),
+    /// Only a `shell_command` authorization can start a process (and a request of one kind
+    /// never runs as another).
+    #[error(
+        "`{got}` is not `{expected}`: only a {expected} authorization can run this; nothing ran"
+    )]
+    WrongKind {
+        /// The kind this call needs.
+        expected: ActionKind,
+        /// The kind it was given.
+        got: ActionKind,
+    },
+    /// An `allow_once` approval was already spent: its action ran once.
+    #[error(
+        "already_used: approval request `{0}` was allow_once and its action already ran; ask again to run it again"
+    )]
+    AlreadyUsed(String),
+    /// The request is not approved (pending, denied, cancelled, expired).
+    #[error("approval request `{request}` is {state}; only an approved request runs")]
+    NotApproved {
+        /// The request id.
+        request: String,
+        /// Its state, in words.
+        state: String,
+    },
+    /// An `allow_for_turn` approval is valid only in the turn it was given in.
+    #[error(
+        "approval request `{request}` was approved for turn `{turn}`, not for this turn (`{this}`)"
+    )]
+    OtherTurn {
+        /// The request id.
+        request: String,
+        /// Its turn.
+        turn: String,
+        /// The resuming gate's turn.
+        this: String,
+    },
+    /// The request was stored before requests kept their snapshot, so the sandbox it
+    /// required is unknown: it can be resolved but never run.
+    #[error(
+        "approval request `{0}` was stored without its snapshot (an older turngate); the sandbox it required is unknown, so it cannot run: run the command again"
+    )]
+    NoSnapshot(String),
 }
 
 /// The result of [`Gate::spawn`].
@@ -307,25 +351,62 @@ fn plan(
     )
 }
 
+/// What a decision is judged and a command run under: a snapshot, its compiled policy and its
+/// canonicalized roots. The gate's own turn, or a resumed request's stored snapshot
+/// intersected with the gate's.
+struct Under {
+    snapshot: TurnExecutionSecuritySnapshot,
+    policy: Arc<CompiledPolicy>,
+    roots: FileRoots,
+}
+
+impl Under {
+    fn new(snapshot: TurnExecutionSecuritySnapshot) -> Result<Under, GateError> {
+        let policy = Arc::new(snapshot.permission_profile.effective_policy.compile()?);
+        Ok(Under {
+            roots: FileRoots::new(&snapshot.sandbox),
+            snapshot,
+            policy,
+        })
+    }
+
+    fn evaluate(&self, inv: &ToolInvocation) -> Evaluation {
+        evaluate_with_roots(&self.snapshot, &self.policy, &self.roots, inv)
+    }
+}
+
+/// One audit row about an action, before it is appended.
+struct Row<'a> {
+    kind: AuditEventKind,
+    inv: &'a ToolInvocation,
+    /// The action as decided (its target is the normalized one).
+    action: &'a Action,
+    request_key: Option<&'a str>,
+    decision: AuditDecision,
+    reason: String,
+    cached: bool,
+    verdict: Option<&'a Verdict>,
+    decider: &'a str,
+    message: Option<String>,
+}
+
 /// The gate of one turn. Cheap to share behind an `Arc`; every method takes `&self`.
 pub struct Gate {
     turn_id: String,
-    snapshot: TurnExecutionSecuritySnapshot,
-    policy: Arc<CompiledPolicy>,
-    /// The snapshot's roots, canonicalized once for the turn.
-    roots: FileRoots,
+    own: Under,
     store: Arc<dyn AuditStore>,
     approver: Arc<dyn Approver>,
     broker: Option<ApprovalBroker>,
     grants: Mutex<HashSet<String>>,
     runner: ProcessRunner,
+    redactor: Redactor,
 }
 
 impl std::fmt::Debug for Gate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gate")
             .field("turn_id", &self.turn_id)
-            .field("mode", &self.snapshot.permission_profile.mode)
+            .field("mode", &self.own.snapshot.permission_profile.mode)
             .finish_non_exhaustive()
     }
 }
@@ -338,24 +419,23 @@ impl Gate {
         store: Arc<dyn AuditStore>,
         approver: Arc<dyn Approver>,
     ) -> Result<Gate, GateError> {
-        let policy = Arc::new(snapshot.permission_profile.effective_policy.compile()?);
         let gate = Gate {
             turn_id: turn_id.into(),
-            roots: FileRoots::new(&snapshot.sandbox),
-            snapshot,
-            policy,
+            own: Under::new(snapshot)?,
             store,
             approver,
             broker: None,
             grants: Mutex::new(HashSet::new()),
             runner: ProcessRunner::native(),
+            redactor: Redactor::default(),
         };
         let mut event = gate.event(AuditEventKind::ProfileSelected, None);
         event.reason = Some(format!(
             "mode {} from {}",
-            gate.snapshot.permission_profile.mode,
-            gate.snapshot.permission_profile.source.as_str()
+            gate.own.snapshot.permission_profile.mode,
+            gate.own.snapshot.permission_profile.source.as_str()
         ));
+        event.decider = Some("policy".to_owned());
         gate.store.append(event)?;
         Ok(gate)
     }
@@ -366,6 +446,12 @@ impl Gate {
         self
     }
 
+    /// Record targets through `redactor` instead of [`Redactor::default`].
+    pub fn with_redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
+    }
+
     /// The turn id.
     pub fn turn_id(&self) -> &str {
         &self.turn_id
@@ -373,12 +459,12 @@ impl Gate {
 
     /// The turn's snapshot.
     pub fn snapshot(&self) -> &TurnExecutionSecuritySnapshot {
-        &self.snapshot
+        &self.own.snapshot
     }
 
     /// The compiled effective policy.
     pub fn policy(&self) -> &Arc<CompiledPolicy> {
-        &self.policy
+        &self.own.policy
     }
 
     /// Grant `scope_hash` for the rest of the turn (an `allow_for_turn` resolution).
@@ -408,80 +494,104 @@ impl Gate {
         let mut event = TurnPermissionAuditEvent::new(
             self.turn_id.clone(),
             kind,
-            self.snapshot.permission_profile.mode,
-            self.snapshot.permission_profile.source,
+            self.own.snapshot.permission_profile.mode,
+            self.own.snapshot.permission_profile.source,
         );
         event.action_kind = action_kind;
+        event.timestamp = Some(crate::audit::now_rfc3339());
         event
     }
 
-    /// Append one audit row about `inv` (the call as the model made it).
-    fn record(
-        &self,
-        kind: AuditEventKind,
-        inv: &ToolInvocation,
-        request_key: Option<&str>,
-        decision: AuditDecision,
-        reason: impl Into<String>,
-        cached: bool,
-    ) -> Result<u64, AuditError> {
-        let mut event = self.event(kind, Some(inv.kind));
-        event.item_id = inv.item_id.clone();
-        event.tool_id = inv.tool_id.clone();
-        event.request_key = request_key.map(str::to_owned);
-        event.decision = Some(decision);
-        event.reason = Some(reason.into());
-        event.cached_approval_used = cached;
+    /// Append one audit row about an action.
+    fn record(&self, row: Row<'_>) -> Result<u64, AuditError> {
+        let mut event = self.event(row.kind, Some(row.action.kind));
+        event.item_id = row.inv.item_id.clone();
+        event.tool_id = row.inv.tool_id.clone();
+        event.request_key = row.request_key.map(str::to_owned);
+        event.decision = Some(row.decision);
+        event.reason = Some(row.reason);
+        event.cached_approval_used = row.cached;
+        event.target = Some(self.redactor.redact(&row.action.target));
+        event.tool_name = row
+            .action
+            .tool
+            .clone()
+            .or_else(|| row.inv.tool_name.clone());
+        if let Some(v) = row.verdict {
+            event.rule = v.rule.as_ref().map(|r| r.pattern.clone());
+            event.layer = Some(v.layer.to_string());
+        }
+        event.decider = Some(row.decider.to_owned());
+        event.message = row.message;
         self.store.append(event)
-    }
-
-    fn file_checker(&self) -> FilePolicyChecker<'_> {
-        FilePolicyChecker::with_roots(&self.snapshot.sandbox, &self.policy, &self.roots)
-    }
-
-    fn net_checker(&self) -> NetworkPolicyChecker<'_> {
-        NetworkPolicyChecker::new(&self.snapshot.network, &self.policy)
     }
 
     /// Evaluate one call with the checker of its kind, without recording or asking.
     pub fn evaluate(&self, inv: &ToolInvocation) -> Evaluation {
-        evaluate_with_roots(&self.snapshot, &self.policy, &self.roots, inv)
+        self.own.evaluate(inv)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn deny(
         &self,
         inv: &ToolInvocation,
         action: Action,
         reason: String,
         verdict: Option<Verdict>,
+        request_key: Option<&str>,
+        decider: &str,
+        message: Option<String>,
     ) -> Result<Authorization, GateError> {
-        self.record(
-            AuditEventKind::DecisionDenied,
+        self.denial(inv, action, reason, verdict, request_key, decider, message)
+            .map(Authorization::Denied)
+    }
+
+    /// Record a denial and shape it for the model.
+    #[allow(clippy::too_many_arguments)]
+    fn denial(
+        &self,
+        inv: &ToolInvocation,
+        action: Action,
+        reason: String,
+        verdict: Option<Verdict>,
+        request_key: Option<&str>,
+        decider: &str,
+        message: Option<String>,
+    ) -> Result<Denial, GateError> {
+        self.record(Row {
+            kind: AuditEventKind::DecisionDenied,
             inv,
-            None,
-            AuditDecision::Deny,
-            reason.clone(),
-            false,
-        )?;
-        Ok(Authorization::Denied(Denial {
+            action: &action,
+            request_key,
+            decision: AuditDecision::Deny,
+            reason: reason.clone(),
+            cached: false,
+            verdict: verdict.as_ref(),
+            decider,
+            message,
+        })?;
+        Ok(Denial {
             action,
             reason,
             verdict,
-        }))
+        })
     }
 
     fn shell_cwd(&self, inv: &ToolInvocation) -> Option<String> {
         (inv.kind == ActionKind::ShellCommand).then(|| {
             let cwd = match &inv.cwd {
                 Some(c) if c.is_absolute() => c.clone(),
-                Some(c) => self.snapshot.sandbox.cwd.join(c),
-                None => self.snapshot.sandbox.cwd.clone(),
+                Some(c) => self.own.snapshot.sandbox.cwd.join(c),
+                None => self.own.snapshot.sandbox.cwd.clone(),
             };
             cwd.to_string_lossy().into_owned()
         })
     }
 
     /// Decide one call: evaluate, consult grants, ask the approver on ask, re-check, record.
+    ///
+    /// The allowed action's target is the *checked* one (for files, the resolved absolute
+    /// path): a tool must act on it, never on the relative path it was called with.
     pub async fn authorize(&self, inv: &ToolInvocation) -> Result<Authorization, GateError> {
         let eval = self.evaluate(inv);
         let action = Action {
@@ -495,17 +605,29 @@ impl Gate {
                     Some(part) => format!("{}: {part}", describe(&eval.verdict)),
                     None => describe(&eval.verdict),
                 };
-                self.deny(inv, action, reason, Some(eval.verdict))
+                self.deny(
+                    inv,
+                    action,
+                    reason,
+                    Some(eval.verdict),
+                    None,
+                    "policy",
+                    None,
+                )
             }
             Effect::Allow => {
-                self.record(
-                    AuditEventKind::DecisionAllowed,
+                self.record(Row {
+                    kind: AuditEventKind::DecisionAllowed,
                     inv,
-                    None,
-                    AuditDecision::Allow,
-                    eval.verdict.reason.as_str(),
-                    false,
-                )?;
+                    action: &action,
+                    request_key: None,
+                    decision: AuditDecision::Allow,
+                    reason: eval.verdict.reason.as_str().to_owned(),
+                    cached: false,
+                    verdict: Some(&eval.verdict),
+                    decider: "policy",
+                    message: None,
+                })?;
                 Ok(Authorization::Allowed {
                     action,
                     verdict: eval.verdict,
@@ -535,14 +657,18 @@ impl Gate {
             request.tool_name, inv.kind, action.target
         ));
         if self.has_grant(&request.scope_hash) {
-            self.record(
-                AuditEventKind::DecisionAllowed,
+            self.record(Row {
+                kind: AuditEventKind::DecisionAllowed,
                 inv,
-                Some(&request.scope_hash),
-                AuditDecision::AllowForTurn,
-                "cached approval used",
-                true,
-            )?;
+                action: &action,
+                request_key: Some(&request.scope_hash),
+                decision: AuditDecision::AllowForTurn,
+                reason: "cached approval used".to_owned(),
+                cached: true,
+                verdict: Some(&verdict),
+                decider: "cached_grant",
+                message: None,
+            })?;
             return Ok(Authorization::Allowed {
                 action,
                 verdict,
@@ -550,14 +676,18 @@ impl Gate {
                 remember: Vec::new(),
             });
         }
-        self.record(
-            AuditEventKind::ApprovalRequested,
+        self.record(Row {
+            kind: AuditEventKind::ApprovalRequested,
             inv,
-            Some(&request.id),
-            AuditDecision::Ask,
-            verdict.reason.as_str(),
-            false,
-        )?;
+            action: &action,
+            request_key: Some(&request.id),
+            decision: AuditDecision::Ask,
+            reason: verdict.reason.as_str().to_owned(),
+            cached: false,
+            verdict: Some(&verdict),
+            decider: "policy",
+            message: None,
+        })?;
         let ctx = ApprovalContext {
             request,
             action,
@@ -566,22 +696,31 @@ impl Gate {
         let result = decide_and_check(
             self.approver.as_ref(),
             &ctx,
-            &self.policy,
+            &self.own.policy,
             Some(self.store.as_ref()),
+            Some(&self.own.snapshot),
         )
         .await?;
-        self.settle(inv, ctx, result)
+        self.settle(&self.own, inv, ctx, result, None)
     }
 
     /// Turn an approval result into an authorization: re-check an approved action through the
-    /// checker of its kind (an approval never crosses a deny), and record the resolution.
+    /// checker of its kind under `under` (an approval never crosses a deny), and record the
+    /// resolution. `stored` is the recorded resolution of a resumed request (who decided and
+    /// their words).
     fn settle(
         &self,
+        under: &Under,
         inv: &ToolInvocation,
         ctx: ApprovalContext,
         result: ApprovalResult,
+        stored: Option<&StoredResolution>,
     ) -> Result<Authorization, GateError> {
         let request_id = ctx.request.id.clone();
+        let decider = stored
+            .and_then(|s| s.decider.clone())
+            .unwrap_or_else(|| "approver".to_owned());
+        let message = stored.and_then(|s| s.message.clone());
         match result {
             ApprovalResult::Approved {
                 action, remember, ..
@@ -592,44 +731,64 @@ impl Gate {
                     tool_name: action.tool.clone(),
                     ..inv.clone()
                 };
-                let recheck = self.evaluate(&recheck_inv);
+                let recheck = under.evaluate(&recheck_inv);
                 if recheck.verdict.effect == Effect::Deny {
-                    self.record(
-                        AuditEventKind::ApprovalResolved,
+                    self.record(Row {
+                        kind: AuditEventKind::ApprovalResolved,
                         inv,
-                        Some(&request_id),
-                        AuditDecision::Deny,
-                        "policy_denied",
-                        false,
-                    )?;
+                        action: &action,
+                        request_key: Some(&request_id),
+                        decision: AuditDecision::Deny,
+                        reason: "policy_denied".to_owned(),
+                        cached: false,
+                        verdict: Some(&recheck.verdict),
+                        decider: "policy",
+                        message: None,
+                    })?;
                     let reason = format!(
                         "{}; an approval cannot override a deny",
                         describe(&recheck.verdict)
                     );
-                    return self.deny(inv, action, reason, Some(recheck.verdict));
+                    return self.deny(
+                        inv,
+                        action,
+                        reason,
+                        Some(recheck.verdict),
+                        Some(&request_id),
+                        "policy",
+                        None,
+                    );
                 }
-                let for_turn = self.has_grant(&ctx.request.scope_hash);
+                // The checked form of the approved action: a modified relative path is
+                // resolved like any other target.
+                let action = Action {
+                    target: recheck.target,
+                    ..action
+                };
+                let for_turn = self.has_grant(&ctx.request.scope_hash)
+                    || stored.is_some_and(|s| s.resolution == ApprovalResolution::AllowForTurn);
                 let decision = if for_turn {
                     AuditDecision::AllowForTurn
                 } else {
                     AuditDecision::AllowOnce
                 };
-                self.record(
+                for kind in [
                     AuditEventKind::ApprovalResolved,
-                    inv,
-                    Some(&request_id),
-                    decision,
-                    "approved",
-                    false,
-                )?;
-                self.record(
                     AuditEventKind::DecisionAllowed,
-                    inv,
-                    Some(&request_id),
-                    decision,
-                    "approved",
-                    false,
-                )?;
+                ] {
+                    self.record(Row {
+                        kind,
+                        inv,
+                        action: &action,
+                        request_key: Some(&request_id),
+                        decision,
+                        reason: "approved".to_owned(),
+                        cached: false,
+                        verdict: Some(&ctx.verdict),
+                        decider: &decider,
+                        message: message.clone(),
+                    })?;
+                }
                 Ok(Authorization::Allowed {
                     action,
                     verdict: ctx.verdict,
@@ -637,108 +796,320 @@ impl Gate {
                     remember,
                 })
             }
-            ApprovalResult::Denied { reason, .. } => {
-                self.record(
-                    AuditEventKind::ApprovalResolved,
+            ApprovalResult::Denied { reason, source } => {
+                let message = match source {
+                    DenialSource::Approver => Some(reason.clone()),
+                    DenialSource::Policy => message,
+                };
+                let decider = match source {
+                    DenialSource::Approver => decider.as_str(),
+                    DenialSource::Policy => "policy",
+                };
+                self.record(Row {
+                    kind: AuditEventKind::ApprovalResolved,
                     inv,
+                    action: &ctx.action,
+                    request_key: Some(&request_id),
+                    decision: AuditDecision::Deny,
+                    reason: reason.clone(),
+                    cached: false,
+                    verdict: Some(&ctx.verdict),
+                    decider,
+                    message: message.clone(),
+                })?;
+                self.deny(
+                    inv,
+                    ctx.action,
+                    reason,
+                    Some(ctx.verdict),
                     Some(&request_id),
-                    AuditDecision::Deny,
-                    reason.clone(),
-                    false,
-                )?;
-                self.deny(inv, ctx.action, reason, Some(ctx.verdict))
+                    decider,
+                    message,
+                )
             }
             ApprovalResult::Deferred { .. } => Ok(Authorization::Deferred {
                 request: Box::new(ctx.request),
             }),
-            ApprovalResult::AlreadyResolved(stored) => {
-                let reason = format!(
-                    "the request was already resolved as {}",
-                    stored.resolution.as_str()
-                );
-                if matches!(
-                    stored.resolution,
-                    ApprovalResolution::AllowOnce | ApprovalResolution::AllowForTurn
-                ) {
-                    self.settle(
-                        inv,
-                        ctx.clone(),
-                        ApprovalResult::Approved {
-                            action: ctx.action,
-                            remember: Vec::new(),
-                            rejected: Vec::new(),
-                        },
-                    )
+            ApprovalResult::AlreadyResolved(recorded) => {
+                if recorded.resolution.is_allow() {
+                    let approved = ApprovalResult::Approved {
+                        action: ctx.action.clone(),
+                        remember: Vec::new(),
+                        rejected: Vec::new(),
+                    };
+                    self.settle(under, inv, ctx, approved, Some(&recorded))
                 } else {
-                    self.deny(inv, ctx.action, reason, Some(ctx.verdict))
+                    let reason = format!(
+                        "the request was already resolved as {}",
+                        recorded.resolution.as_str()
+                    );
+                    let decider = recorded.decider.as_deref().unwrap_or("approver");
+                    self.deny(
+                        inv,
+                        ctx.action,
+                        reason,
+                        Some(ctx.verdict),
+                        Some(&request_id),
+                        decider,
+                        recorded.message.clone(),
+                    )
                 }
             }
         }
     }
 
+    /// What a stored request is judged and run under: its stored snapshot intersected with
+    /// this gate's (so a resuming caller can only narrow it), or, for a request stored before
+    /// snapshots were kept, `None`.
+    fn under_stored(&self, stored: &StoredApproval) -> Result<Option<Under>, GateError> {
+        let Some(snapshot) = &stored.snapshot else {
+            return Ok(None);
+        };
+        let cap = cap_from_parent(&self.own.snapshot, CapOrigin::TaskPolicy);
+        Ok(Some(Under::new(intersect(snapshot, &cap))?))
+    }
+
     /// Decide a deferred request (possibly persisted by another process): the stored action,
-    /// exactly as shown, is re-checked against this gate's policy and checkers.
+    /// exactly as shown, is re-checked under the request's stored snapshot intersected with
+    /// this gate's (never wider than either).
+    ///
+    /// An `allow_once` approval is spent here, atomically in the store: the caller must
+    /// perform the returned action now; a second `resume` of the same request is
+    /// [`GateError::AlreadyUsed`]. An `allow_for_turn` approval is valid only in its own turn.
+    /// For a shell command use [`Gate::resume_spawn`], which also runs it under the stored
+    /// snapshot's sandbox.
     pub fn resume(&self, request_id: &str, decision: Decision) -> Result<Authorization, GateError> {
+        self.resume_checked(request_id, decision, None)
+            .map(|(auth, _)| auth)
+    }
+
+    /// [`Gate::resume`], refusing before anything is resolved or spent when the stored (or
+    /// modified) action is not of `required` kind. Returns the snapshot the action must run
+    /// under.
+    fn resume_checked(
+        &self,
+        request_id: &str,
+        decision: Decision,
+        required: Option<ActionKind>,
+    ) -> Result<(Authorization, Option<Under>), GateError> {
         let stored: StoredApproval = self
             .store
             .approval(request_id)?
             .ok_or_else(|| GateError::UnknownRequest(request_id.to_owned()))?;
+        if let Some(kind) = required {
+            if stored.action.kind != kind {
+                return Err(GateError::WrongKind {
+                    expected: kind,
+                    got: stored.action.kind,
+                });
+            }
+            if let Decision::Approve {
+                modified: Some(m), ..
+            } = &decision
+            {
+                if m.kind != kind {
+                    return Err(GateError::WrongKind {
+                        expected: kind,
+                        got: m.kind,
+                    });
+                }
+            }
+        }
+        let stored_under = self.under_stored(&stored)?;
+        if required == Some(ActionKind::ShellCommand) && stored_under.is_none() {
+            return Err(GateError::NoSnapshot(request_id.to_owned()));
+        }
+        let under = stored_under.as_ref().unwrap_or(&self.own);
         let inv = ToolInvocation {
             kind: stored.action.kind,
             target: stored.action.target.clone(),
             tool_name: stored.action.tool.clone(),
             item_id: None,
             tool_id: None,
-            cwd: None,
+            cwd: stored_cwd(&stored.request).map(PathBuf::from),
         };
-        let verdict = self.evaluate(&inv).verdict;
+        let verdict = under.evaluate(&inv).verdict;
         let decision = if verdict.effect == Effect::Deny {
             Decision::deny(describe(&verdict))
         } else {
             decision
         };
-        let result = resume_with_decision(self.store.as_ref(), request_id, decision, &self.policy)?;
+        let result =
+            resume_with_decision(self.store.as_ref(), request_id, decision, &under.policy)?;
+        let resolution = match &result {
+            ApprovalResult::Approved { .. } => Some(ApprovalResolution::AllowOnce),
+            ApprovalResult::AlreadyResolved(r) if r.resolution.is_allow() => Some(r.resolution),
+            _ => None,
+        };
+        if resolution == Some(ApprovalResolution::AllowForTurn)
+            && stored.request.turn_id != self.turn_id
+        {
+            return Err(GateError::OtherTurn {
+                request: request_id.to_owned(),
+                turn: stored.request.turn_id.clone(),
+                this: self.turn_id.clone(),
+            });
+        }
+        if resolution == Some(ApprovalResolution::AllowOnce) {
+            match self.store.consume(request_id)? {
+                Consumed::Spent => {}
+                Consumed::AlreadyUsed => {
+                    let action = stored.action.clone();
+                    self.record(Row {
+                        kind: AuditEventKind::DecisionDenied,
+                        inv: &inv,
+                        action: &action,
+                        request_key: Some(request_id),
+                        decision: AuditDecision::Deny,
+                        reason: "already_used".to_owned(),
+                        cached: false,
+                        verdict: None,
+                        decider: "policy",
+                        message: None,
+                    })?;
+                    return Err(GateError::AlreadyUsed(request_id.to_owned()));
+                }
+                // The row said allow_once a moment ago; anything else now means the store
+                // changed underneath: refuse.
+                Consumed::ForTurn | Consumed::NotApproved => {
+                    return Err(GateError::NotApproved {
+                        request: request_id.to_owned(),
+                        state: "no longer an unspent allow_once".to_owned(),
+                    });
+                }
+            }
+        }
+        let recorded = match &result {
+            ApprovalResult::AlreadyResolved(r) => Some(r.clone()),
+            _ => None,
+        };
         let ctx = ApprovalContext {
             request: stored.request,
             action: stored.action,
             verdict,
         };
-        self.settle(&inv, ctx, result)
+        let auth = self.settle(under, &inv, ctx, result, recorded.as_ref())?;
+        Ok((auth, stored_under))
+    }
+
+    /// Decide a deferred shell command and, when it is allowed, run exactly its stored action
+    /// under the request's stored snapshot (intersected with this gate's) and its sandbox.
+    /// The stored action must be a `shell_command`; an `allow_once` approval runs once.
+    pub async fn resume_spawn(
+        &self,
+        request_id: &str,
+        decision: Decision,
+    ) -> Result<SpawnResult, GateError> {
+        let (auth, under) =
+            self.resume_checked(request_id, decision, Some(ActionKind::ShellCommand))?;
+        let under = under.ok_or_else(|| GateError::NoSnapshot(request_id.to_owned()))?;
+        match auth {
+            Authorization::Allowed { action, .. } => {
+                let stored = self.store.approval(request_id)?;
+                let cwd = stored
+                    .as_ref()
+                    .and_then(|s| stored_cwd(&s.request))
+                    .map(PathBuf::from);
+                let inv = ToolInvocation {
+                    cwd: cwd.clone(),
+                    ..ToolInvocation::new(action.kind, action.target.clone())
+                };
+                self.run_action(&under, &inv, &action, cwd.as_deref()).await
+            }
+            Authorization::Denied(denial) => Ok(SpawnResult::Denied(denial)),
+            Authorization::Deferred { request } => Ok(SpawnResult::Deferred(request)),
+        }
+    }
+
+    /// Run the shell command of a request that a person already approved (for example with
+    /// `turngate approvals resolve ID allow_once` while the waiting process was gone): exactly
+    /// its stored action, re-checked, under its stored snapshot and sandbox. An unresolved
+    /// request is [`GateError::NotApproved`]; a spent `allow_once` is
+    /// [`GateError::AlreadyUsed`]. There is no way to run a command line that no decision
+    /// covered.
+    pub async fn run_approved(&self, request_id: &str) -> Result<SpawnResult, GateError> {
+        let stored = self
+            .store
+            .approval(request_id)?
+            .ok_or_else(|| GateError::UnknownRequest(request_id.to_owned()))?;
+        match &stored.resolution {
+            None => Err(GateError::NotApproved {
+                request: request_id.to_owned(),
+                state: "still pending".to_owned(),
+            }),
+            Some(r) if !r.resolution.is_allow() => Err(GateError::NotApproved {
+                request: request_id.to_owned(),
+                state: format!("resolved as {}", r.resolution.as_str()),
+            }),
+            Some(_) => self.resume_spawn(request_id, Decision::Defer).await,
+        }
     }
 
     /// Authorize a shell command and, when allowed, run it through the sandboxed runner built
-    /// from the same snapshot. A snapshot that requires a sandbox the platform cannot provide
-    /// refuses to run (an error), never runs unconfined.
+    /// from the same snapshot. Only a `shell_command` invocation can start a process: any
+    /// other kind is [`GateError::WrongKind`] before anything is decided or run. A snapshot
+    /// that requires a sandbox the platform cannot provide refuses to run (an error), never
+    /// runs unconfined.
     pub async fn spawn(&self, inv: &ToolInvocation) -> Result<SpawnResult, GateError> {
-        ensure_native_shell_allowed(&self.snapshot)?;
+        if inv.kind != ActionKind::ShellCommand {
+            return Err(GateError::WrongKind {
+                expected: ActionKind::ShellCommand,
+                got: inv.kind,
+            });
+        }
+        ensure_native_shell_allowed(&self.own.snapshot)?;
         let action = match self.authorize(inv).await? {
             Authorization::Allowed { action, .. } => action,
             Authorization::Denied(denial) => return Ok(SpawnResult::Denied(denial)),
             Authorization::Deferred { request } => return Ok(SpawnResult::Deferred(request)),
         };
-        self.run_approved(&action.target, inv.cwd.as_deref(), action.tool.as_deref())
+        if action.kind != ActionKind::ShellCommand {
+            // A reviewer's modified action of another kind never starts a process.
+            let reason = format!(
+                "the approved action is a {}, not a shell command; nothing ran",
+                action.kind
+            );
+            let denial = self.denial(inv, action, reason, None, None, "policy", None)?;
+            return Ok(SpawnResult::Denied(denial));
+        }
+        self.run_action(&self.own, inv, &action, inv.cwd.as_deref())
             .await
-            .map(|outcome| SpawnResult::Ran(Box::new(outcome)))
     }
 
-    /// Run a command line that was already authorized (e.g. a resumed deferral): the plan is
-    /// rebuilt from the snapshot, so the environment filter, timeout cap and sandbox apply.
-    pub async fn run_approved(
+    /// Run an authorized shell action under `under`: the plan is rebuilt from that snapshot,
+    /// so the environment filter, timeout cap and sandbox apply.
+    async fn run_action(
         &self,
-        command_line: &str,
+        under: &Under,
+        inv: &ToolInvocation,
+        action: &Action,
         cwd: Option<&Path>,
-        tool: Option<&str>,
-    ) -> Result<ProcessOutcome, GateError> {
-        ensure_native_shell_allowed(&self.snapshot)?;
+    ) -> Result<SpawnResult, GateError> {
+        ensure_native_shell_allowed(&under.snapshot)?;
         let plan = plan(
-            &self.snapshot,
-            &self.policy,
-            &self.roots,
-            command_line,
+            &under.snapshot,
+            &under.policy,
+            &under.roots,
+            &action.target,
             cwd,
-            tool,
+            action.tool.as_deref(),
             std::env::vars_os().collect(),
         );
+        if plan.verdict.effect == Effect::Deny {
+            // The plan is rebuilt with the real environment: should it disagree with the
+            // decision, the stricter answer wins.
+            let reason = describe(&plan.verdict);
+            let denial = self.denial(
+                inv,
+                action.clone(),
+                reason,
+                Some(plan.verdict),
+                None,
+                "policy",
+                None,
+            )?;
+            return Ok(SpawnResult::Denied(denial));
+        }
         let mut request = ProcessRequest::new(plan.argv.clone(), &plan.cwd)
             .env(plan.env.clone())
             .new_session(plan.new_session)
@@ -751,9 +1122,9 @@ impl Gate {
             request = request.timeout(timeout);
         }
         if plan.sandbox_required {
-            request = request.sandbox(SandboxSpec::from_snapshot(&self.snapshot.sandbox));
+            request = request.sandbox(SandboxSpec::from_snapshot(&under.snapshot.sandbox));
         }
-        Ok(self.runner.run(request).await?)
+        Ok(SpawnResult::Ran(Box::new(self.runner.run(request).await?)))
     }
 
     /// Open a file for reading through the gate: authorize, then open race-free beneath its
@@ -787,8 +1158,8 @@ impl Gate {
             kind,
             ..inv.clone()
         };
-        match self.authorize(&inv).await? {
-            Authorization::Allowed { .. } => {}
+        let action = match self.authorize(&inv).await? {
+            Authorization::Allowed { action, .. } => action,
             Authorization::Denied(denial) => return Ok(Err(denial)),
             Authorization::Deferred { request } => {
                 return Ok(Err(Denial {
@@ -797,24 +1168,61 @@ impl Gate {
                     verdict: None,
                 }));
             }
+        };
+        if action.kind != kind {
+            return Ok(Err(Denial {
+                reason: format!(
+                    "the approved action is a {}, not a {kind}; nothing was opened",
+                    action.kind
+                ),
+                action,
+                verdict: None,
+            }));
         }
+        // Open what was approved (a reviewer's modified target replaces the original).
         let checker = self.file_checker();
         let opened = if write {
-            checker.open_write(&inv.target, inv.tool_name.as_deref())
+            checker.open_write(&action.target, action.tool.as_deref())
         } else {
-            checker.open_read(&inv.target, inv.tool_name.as_deref())
+            checker.open_read(&action.target, action.tool.as_deref())
         };
         Ok(opened.map_err(|e: OpenError| Denial {
-            action: Action::new(kind, inv.target.clone()),
+            action: Action::new(kind, action.target.clone()),
             reason: e.to_string(),
             verdict: None,
         }))
+    }
+
+    fn file_checker(&self) -> FilePolicyChecker<'_> {
+        FilePolicyChecker::with_roots(
+            &self.own.snapshot.sandbox,
+            &self.own.policy,
+            &self.own.roots,
+        )
+    }
+
+    fn net_checker(&self) -> NetworkPolicyChecker<'_> {
+        NetworkPolicyChecker::new(&self.own.snapshot.network, &self.own.policy)
     }
 
     /// Check a URL and resolve it: connect only to the returned, vetted addresses.
     pub fn resolve_and_check(&self, url: &str, tool: Option<&str>) -> NetworkResolution {
         self.net_checker().resolve_and_check(url, tool)
     }
+}
+
+/// The working directory a stored shell request was shown with.
+fn stored_cwd(request: &TurnPermissionApprovalRequest) -> Option<&str> {
+    (request.action_kind == ActionKind::ShellCommand)
+        .then(|| {
+            request
+                .details
+                .lines
+                .iter()
+                .find(|l| l.label == "cwd")
+                .map(|l| l.value.as_str())
+        })
+        .flatten()
 }
 
 /// A verdict in words: effect, reason code, and the deciding rule and layer.

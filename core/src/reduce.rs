@@ -76,6 +76,21 @@ pub struct TimelineRow {
     /// True when a cached approval let the action through.
     #[serde(default)]
     pub cached_approval_used: bool,
+    /// When it happened (UTC, RFC 3339), when the event says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+    /// The target as decided (redacted), when the event says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The tool's name, when the event says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// Who decided (`policy`, `cached_grant`, `approver`, `person:<name>`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decider: Option<String>,
+    /// The approver's or reviewer's own words, when they gave any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// What a client shows: the timeline and the prompts waiting for an answer.
@@ -153,7 +168,12 @@ fn timeline_row(event: &TurnPermissionAuditEvent) -> Option<TimelineRow> {
         .action_kind
         .map(ActionKind::as_str)
         .unwrap_or("action");
-    let title = match event.kind {
+    // Name the target, so that three approved commands are three distinguishable rows.
+    let kind = match &event.target {
+        Some(target) => format!("{kind} `{target}`"),
+        None => kind.to_owned(),
+    };
+    let mut title = match event.kind {
         AuditEventKind::ProfileSelected => format!(
             "Permissions: {} ({})",
             event.profile_mode.ui_label(),
@@ -180,6 +200,9 @@ fn timeline_row(event: &TurnPermissionAuditEvent) -> Option<TimelineRow> {
             format!("Approval {outcome}: {kind}")
         }
     };
+    if let Some(message) = &event.message {
+        title = format!("{title}: \"{message}\"");
+    }
     Some(TimelineRow {
         turn_id: event.turn_id.clone(),
         seq: event.seq,
@@ -190,5 +213,10 @@ fn timeline_row(event: &TurnPermissionAuditEvent) -> Option<TimelineRow> {
         decision: event.decision,
         reason: event.reason.clone(),
         cached_approval_used: event.cached_approval_used,
+        timestamp: event.timestamp.clone(),
+        target: event.target.clone(),
+        tool_name: event.tool_name.clone(),
+        decider: event.decider.clone(),
+        message: event.message.clone(),
     })
 }

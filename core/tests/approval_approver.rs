@@ -51,7 +51,7 @@ async fn built_ins_approve_and_deny() {
     let policy = base_policy().compile().unwrap();
     let c = ctx(Action::new(ActionKind::FileWrite, "src/a.rs"), &policy);
     let approvers: [&dyn Approver; 2] = [&ApproveAll, &DenyAll];
-    let approved = decide_and_check(approvers[0], &c, &policy, None)
+    let approved = decide_and_check(approvers[0], &c, &policy, None, None)
         .await
         .unwrap();
     assert_eq!(
@@ -62,7 +62,7 @@ async fn built_ins_approve_and_deny() {
             rejected: vec![]
         }
     );
-    let denied = decide_and_check(approvers[1], &c, &policy, None)
+    let denied = decide_and_check(approvers[1], &c, &policy, None, None)
         .await
         .unwrap();
     assert!(matches!(
@@ -82,7 +82,7 @@ async fn a_denied_action_never_reaches_the_approver() {
         Action::new(ActionKind::FileWrite, "secrets/key.txt"),
         &policy,
     );
-    let r = decide_and_check(&approver, &c, &policy, None)
+    let r = decide_and_check(&approver, &c, &policy, None, None)
         .await
         .unwrap();
     assert!(
@@ -102,7 +102,9 @@ async fn a_modified_action_is_rechecked_and_cannot_cross_a_deny() {
         },
         AtomicUsize::new(0),
     );
-    let r = decide_and_check(&sneaky, &c, &policy, None).await.unwrap();
+    let r = decide_and_check(&sneaky, &c, &policy, None, None)
+        .await
+        .unwrap();
     assert!(
         matches!(r, ApprovalResult::Denied { source: DenialSource::Policy, ref reason } if reason.contains("modified"))
     );
@@ -115,7 +117,9 @@ async fn a_modified_action_is_rechecked_and_cannot_cross_a_deny() {
         },
         AtomicUsize::new(0),
     );
-    let r = decide_and_check(&fine, &c, &policy, None).await.unwrap();
+    let r = decide_and_check(&fine, &c, &policy, None, None)
+        .await
+        .unwrap();
     assert!(matches!(r, ApprovalResult::Approved { ref action, .. } if *action == honest_edit));
 }
 
@@ -141,7 +145,7 @@ async fn a_remembered_allow_cannot_override_a_deny_and_is_returned_to_persist() 
     );
     let ApprovalResult::Approved {
         remember, rejected, ..
-    } = decide_and_check(&approver, &c, &policy, None)
+    } = decide_and_check(&approver, &c, &policy, None, None)
         .await
         .unwrap()
     else {
@@ -238,7 +242,7 @@ async fn broker_approver_waits_for_a_client_response() {
             .unwrap();
         (broker, r)
     });
-    let r = decide_and_check(&approver, &c, &policy, None)
+    let r = decide_and_check(&approver, &c, &policy, None, None)
         .await
         .unwrap();
     assert!(matches!(r, ApprovalResult::Approved { .. }));
@@ -259,7 +263,7 @@ async fn broker_approver_waits_for_a_client_response() {
             }
         })
     };
-    let r = decide_and_check(&approver, &c2, &policy, None)
+    let r = decide_and_check(&approver, &c2, &policy, None, None)
         .await
         .unwrap();
     assert!(
@@ -276,6 +280,7 @@ async fn defer_needs_a_store() {
         &Fixed(Decision::Defer, AtomicUsize::new(0)),
         &c,
         &policy,
+        None,
         None,
     )
     .await
@@ -294,6 +299,7 @@ async fn resume_rechecks_the_policy_and_deferring_again_leaves_it_pending() {
         &c,
         &policy,
         Some(&store),
+        None,
     )
     .await
     .unwrap();
@@ -360,6 +366,7 @@ async fn child_defers() {
         &c,
         &policy,
         Some(&store),
+        None,
     )
     .await
     .unwrap();

@@ -161,7 +161,7 @@ fn an_older_schema_is_migrated_and_keeps_its_events() {
     let action = Action::new(ActionKind::FileWrite, "a");
     let request =
         TurnPermissionApprovalRequest::for_action("old", &action, Reason::Default, None).unwrap();
-    store.save_pending(&request, &action).unwrap();
+    store.save_pending(&request, &action, None).unwrap();
     drop(store);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let v: i64 = conn
@@ -189,9 +189,9 @@ fn pending_approvals_keep_what_was_shown_and_the_first_resolution_wins() {
             .unwrap();
     request.summary = Some("Publish the crate".into());
     request.visible_thread_ids = vec!["thread-a".into(), "thread-b".into()];
-    store.save_pending(&request, &action).unwrap();
+    store.save_pending(&request, &action, None).unwrap();
     assert!(matches!(
-        store.save_pending(&request, &action),
+        store.save_pending(&request, &action, None),
         Err(AuditError::DuplicateRequest(id)) if id == request.id
     ));
     let pending = store.pending_approvals().unwrap();
@@ -199,20 +199,14 @@ fn pending_approvals_keep_what_was_shown_and_the_first_resolution_wins() {
     assert_eq!(pending[0].request, request);
     assert_eq!(pending[0].action, action);
 
-    let deny = StoredResolution {
-        resolution: ApprovalResolution::Deny,
-        reason: "responder".into(),
-    };
+    let deny = StoredResolution::new(ApprovalResolution::Deny, "responder");
     let (recorded, applied) = store.resolve(&request.id, deny.clone()).unwrap();
     assert!(applied);
     assert_eq!(recorded, deny);
     let (recorded, applied) = store
         .resolve(
             &request.id,
-            StoredResolution {
-                resolution: ApprovalResolution::AllowOnce,
-                reason: "responder".into(),
-            },
+            StoredResolution::new(ApprovalResolution::AllowOnce, "responder"),
         )
         .unwrap();
     assert!(!applied);
@@ -223,7 +217,7 @@ fn pending_approvals_keep_what_was_shown_and_the_first_resolution_wins() {
         Some(deny)
     );
     assert!(matches!(
-        store.resolve("apr_missing", StoredResolution { resolution: ApprovalResolution::Deny, reason: String::new() }),
+        store.resolve("apr_missing", StoredResolution::new(ApprovalResolution::Deny, "")),
         Err(AuditError::UnknownRequest(id)) if id == "apr_missing"
     ));
 }

@@ -347,34 +347,59 @@ pub unsafe extern "C" fn tg_gate_spawn_json(
     }
 }
 
-/// Runs a command line that was already authorized (a resumed deferral) under the snapshot's
-/// sandbox, blocking until it exits; `cwd` and `tool` may be NULL. Writes the `"ran"` outcome
-/// of `tg_gate_spawn_json`. `*out_json` is owned by the caller.
+/// Decides a deferred shell command with `decision` (JSON, as for `tg_gate_resume_json`) and,
+/// when it is allowed, runs exactly its stored action under the snapshot it was requested under
+/// (narrowed by this gate's), blocking until it exits. Writes a spawn result as
+/// `tg_gate_spawn_json` does. An `allow_once` approval runs once: a second call fails with
+/// `TG_STATUS_APPROVAL` (`already_used`). `*out_json` is owned by the caller.
 ///
 /// # Safety
-/// `gate` is a live gate; `command_line` NUL-terminated; `cwd`, `tool` NULL or NUL-terminated;
-/// `out_json` writable.
+/// `gate` is a live gate; `request_id` and `decision` NUL-terminated; `out_json` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn tg_gate_run_approved_json(
+pub unsafe extern "C" fn tg_gate_resume_spawn_json(
     gate: *const TgGate,
-    command_line: *const c_char,
-    cwd: *const c_char,
-    tool: *const c_char,
+    request_id: *const c_char,
+    decision: *const c_char,
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
             let g = gate_arg(gate)?;
-            let o = run(
-                "tg_gate_run_approved_json",
-                g.handle.run_approved(
-                    arg("command_line", command_line)?,
-                    opt_arg("cwd", cwd)?,
-                    opt_arg("tool", tool)?,
-                ),
+            let request_id = arg("request_id", request_id)?;
+            let d = parse_decision_json(arg("decision", decision)?)?;
+            let s = run(
+                "tg_gate_resume_spawn_json",
+                g.handle.resume_spawn(request_id, &d),
             )?;
-            Ok(ran_json(o))
+            Ok(spawn_json(s))
+        })
+    }
+}
+
+/// Runs the stored shell command of an already approved request `request_id` under its stored
+/// snapshot and sandbox, blocking until it exits. Writes a spawn result as `tg_gate_spawn_json`
+/// does. An unresolved, denied or spent request fails with `TG_STATUS_APPROVAL`: no command
+/// line runs without a decision. `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `gate` is a live gate; `request_id` NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_gate_run_approved_json(
+    gate: *const TgGate,
+    request_id: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let g = gate_arg(gate)?;
+            let request_id = arg("request_id", request_id)?;
+            let s = run(
+                "tg_gate_run_approved_json",
+                g.handle.run_approved(request_id),
+            )?;
+            Ok(spawn_json(s))
         })
     }
 }

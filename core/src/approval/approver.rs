@@ -18,6 +18,7 @@ use crate::approval::broker::ApprovalBroker;
 use crate::approval::request::{ApprovalResolution, TurnPermissionApprovalRequest};
 use crate::audit::{AuditError, AuditStore, StoredResolution};
 use crate::policy::{CompiledPolicy, Policy, Rule};
+use crate::protocol::TurnExecutionSecuritySnapshot;
 use crate::verdict::Verdict;
 
 /// What an approver is asked about: the request exactly as a person would be shown it, the
@@ -391,11 +392,15 @@ fn recheck_rules(rules: Vec<Rule>, policy: &CompiledPolicy) -> (Vec<Rule>, Vec<R
 ///
 /// An action the policy denies never reaches the approver. `Defer` persists the request with
 /// exactly the content shown (and the action) in `store`, and requires one.
+///
+/// `snapshot` is the turn's snapshot, persisted with a deferred request so that its resume
+/// runs under the same sandbox (a request stored without one can be resolved but not run).
 pub async fn decide_and_check(
     approver: &dyn Approver,
     ctx: &ApprovalContext,
     policy: &CompiledPolicy,
     store: Option<&dyn AuditStore>,
+    snapshot: Option<&TurnExecutionSecuritySnapshot>,
 ) -> Result<ApprovalResult, ApprovalError> {
     let verdict = policy.explain(&ctx.action);
     if verdict.effect == Effect::Deny {
@@ -405,7 +410,7 @@ pub async fn decide_and_check(
     if decision == Decision::Defer {
         let store =
             store.ok_or_else(|| ApprovalError::DeferWithoutStore(ctx.request.id.clone()))?;
-        store.save_pending(&ctx.request, &ctx.action)?;
+        store.save_pending(&ctx.request, &ctx.action, snapshot)?;
         return Ok(ApprovalResult::Deferred {
             request_id: ctx.request.id.clone(),
         });
@@ -434,18 +439,22 @@ pub fn resume_with_decision(
     let result = recheck(decision, request_id, &stored.action, policy);
     let record = match &result {
         ApprovalResult::Deferred { .. } | ApprovalResult::AlreadyResolved(_) => return Ok(result),
-        ApprovalResult::Approved { .. } => StoredResolution {
-            resolution: ApprovalResolution::AllowOnce,
-            reason: "responder".to_owned(),
-        },
-        ApprovalResult::Denied { source, .. } => StoredResolution {
-            resolution: ApprovalResolution::Deny,
-            reason: match source {
-                DenialSource::Policy => "policy_denied",
-                DenialSource::Approver => "responder",
+        ApprovalResult::Approved { .. } => {
+            StoredResolution::new(ApprovalResolution::AllowOnce, "responder")
+        }
+        ApprovalResult::Denied { source, reason, .. } => {
+            let mut record = StoredResolution::new(
+                ApprovalResolution::Deny,
+                match source {
+                    DenialSource::Policy => "policy_denied",
+                    DenialSource::Approver => "responder",
+                },
+            );
+            if *source == DenialSource::Approver {
+                record.message = Some(reason.clone());
             }
-            .to_owned(),
-        },
+            record
+        }
     };
     let (recorded, applied) = store.resolve(request_id, record)?;
     if applied {

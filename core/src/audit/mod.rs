@@ -6,6 +6,7 @@
 //! `synchronous=FULL`, group commit: an append returns only once its batch is committed, so an
 //! event reported as recorded survives a kill).
 
+mod redact;
 mod sqlite;
 
 use std::fmt;
@@ -16,8 +17,15 @@ use serde::{Deserialize, Serialize};
 use crate::action::{Action, ActionKind};
 use crate::approval::{ApprovalResolution, TurnPermissionApprovalRequest};
 use crate::policy::PermissionMode;
+use crate::protocol::TurnExecutionSecuritySnapshot;
 
+pub use redact::{REDACTED, Redactor, redact_default};
 pub use sqlite::{SCHEMA_VERSION, SqliteAuditStore};
+
+/// Now, as an audit event's timestamp: UTC, RFC 3339 with microseconds.
+pub fn now_rfc3339() -> String {
+    sqlite::rfc3339_micros(sqlite::now_us())
+}
 
 /// Where a turn's permission profile came from: the protocol's own type, so audit rows and
 /// snapshots share one set of wire names.
@@ -142,6 +150,31 @@ pub struct TurnPermissionAuditEvent {
     /// True when an earlier `allow_for_turn` grant let the action through without a prompt.
     #[serde(default)]
     pub cached_approval_used: bool,
+    /// When the event happened: UTC, RFC 3339 with microseconds (`2026-12-01T07:21:44.123456Z`).
+    /// The store fills it on append when it is absent; rows migrated from a store older than
+    /// schema 3 carry millisecond precision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+    /// The target as decided: the normalized form the checker judged (resolved path,
+    /// `host:port`, the command line), with secret-looking substrings redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The tool's name, when the caller gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// The deciding rule's pattern, when a rule decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// The deciding layer (`defaults`, a layer name, a cap's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<String>,
+    /// Who decided: `policy`, `cached_grant`, `approver`, or `person:<name>` when a client
+    /// named the person who resolved the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decider: Option<String>,
+    /// The approver's or reviewer's own words, verbatim (a denial's reason, a resolution note).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 impl TurnPermissionAuditEvent {
@@ -166,6 +199,13 @@ impl TurnPermissionAuditEvent {
             decision: None,
             reason: None,
             cached_approval_used: false,
+            timestamp: None,
+            target: None,
+            tool_name: None,
+            rule: None,
+            layer: None,
+            decider: None,
+            message: None,
         }
     }
 
@@ -187,6 +227,15 @@ pub struct StoredApproval {
     /// The recorded resolution, once there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolution: Option<StoredResolution>,
+    /// The snapshot the request was made under. A resumed request runs under it (intersected
+    /// with the resuming caller's, never wider). Absent only for requests stored before
+    /// schema 3: those cannot be run, only resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<Box<TurnExecutionSecuritySnapshot>>,
+    /// True once an `allow_once` approval was spent: its action ran (see
+    /// [`AuditStore::consume`]).
+    #[serde(default)]
+    pub used: bool,
 }
 
 /// A resolution recorded for a stored approval.
@@ -197,6 +246,37 @@ pub struct StoredResolution {
     pub resolution: ApprovalResolution,
     /// Why, machine-readable (`responder`, `policy_denied`, ...).
     pub reason: String,
+    /// The reviewer's own words, verbatim, when they gave any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Who resolved it (`approver`, `person:<name>`, `policy`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decider: Option<String>,
+}
+
+impl StoredResolution {
+    /// A resolution with a machine-readable `reason` and no reviewer words.
+    pub fn new(resolution: ApprovalResolution, reason: impl Into<String>) -> Self {
+        StoredResolution {
+            resolution,
+            reason: reason.into(),
+            message: None,
+            decider: None,
+        }
+    }
+}
+
+/// What [`AuditStore::consume`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Consumed {
+    /// This call spent the `allow_once` approval: run its action now, exactly once.
+    Spent,
+    /// The `allow_once` approval was spent earlier (by this or another process).
+    AlreadyUsed,
+    /// The request is resolved `allow_for_turn`: valid for its turn, never spent.
+    ForTurn,
+    /// The request is unresolved, or resolved as something other than an approval.
+    NotApproved,
 }
 
 /// An audit store operation failed. Each variant says which input or file was at fault.
@@ -235,6 +315,9 @@ pub enum AuditError {
         /// What was wrong.
         message: String,
     },
+    /// The store file does not exist (a command that only reads history never creates one).
+    #[error("audit store {0} does not exist (check the path; only `turngate run` creates a store)")]
+    Missing(String),
     /// No approval with this request id is stored.
     #[error("no stored approval request `{0}`")]
     UnknownRequest(String),
@@ -262,11 +345,13 @@ pub trait AuditStore: Send + Sync + fmt::Debug {
     /// Every turn id with events, oldest first (by its first recorded event).
     fn turns(&self) -> Result<Vec<String>, AuditError>;
 
-    /// Persist a pending approval with exactly the request shown and the action it covers.
+    /// Persist a pending approval with exactly the request shown, the action it covers, and
+    /// the snapshot it was made under (what a resume runs under).
     fn save_pending(
         &self,
         request: &TurnPermissionApprovalRequest,
         action: &Action,
+        snapshot: Option<&TurnExecutionSecuritySnapshot>,
     ) -> Result<(), AuditError>;
 
     /// The stored approval `request_id`, resolved or not.
@@ -282,4 +367,9 @@ pub trait AuditStore: Send + Sync + fmt::Debug {
         request_id: &str,
         resolution: StoredResolution,
     ) -> Result<(StoredResolution, bool), AuditError>;
+
+    /// Spend an `allow_once` approval, atomically: of any number of racing callers (threads or
+    /// processes on one store), exactly one gets [`Consumed::Spent`]; the rest get
+    /// [`Consumed::AlreadyUsed`]. An `allow_for_turn` approval is never spent.
+    fn consume(&self, request_id: &str) -> Result<Consumed, AuditError>;
 }

@@ -12,20 +12,21 @@ use std::sync::{Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use serde::de::DeserializeOwned;
 
 use crate::action::Action;
 use crate::approval::TurnPermissionApprovalRequest;
 use crate::audit::{
-    AuditError, AuditStore, StoredApproval, StoredResolution, TurnPermissionAuditEvent,
+    AuditError, AuditStore, Consumed, StoredApproval, StoredResolution, TurnPermissionAuditEvent,
 };
+use crate::protocol::TurnExecutionSecuritySnapshot;
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     // 0 -> 1: audit events.
     "CREATE TABLE audit_events (
         turn_id TEXT NOT NULL,
@@ -55,6 +56,22 @@ const MIGRATIONS: [&str; 2] = [
         resolved_at_ms INTEGER
     );
     CREATE INDEX approvals_unresolved ON approvals (resolution) WHERE resolution IS NULL;",
+    // 2 -> 3: events say what happened (timestamp, target, tool, rule, layer, decider, the
+    // reviewer's words); approvals keep their snapshot and whether an allow_once was spent.
+    // Older events get their timestamp from the recorded milliseconds.
+    "ALTER TABLE audit_events ADD COLUMN timestamp TEXT;
+    ALTER TABLE audit_events ADD COLUMN target TEXT;
+    ALTER TABLE audit_events ADD COLUMN tool_name TEXT;
+    ALTER TABLE audit_events ADD COLUMN rule TEXT;
+    ALTER TABLE audit_events ADD COLUMN layer TEXT;
+    ALTER TABLE audit_events ADD COLUMN decider TEXT;
+    ALTER TABLE audit_events ADD COLUMN message TEXT;
+    UPDATE audit_events SET timestamp =
+        strftime('%Y-%m-%dT%H:%M:%f', recorded_at_ms / 1000.0, 'unixepoch') || 'Z';
+    ALTER TABLE approvals ADD COLUMN snapshot_json TEXT;
+    ALTER TABLE approvals ADD COLUMN resolution_message TEXT;
+    ALTER TABLE approvals ADD COLUMN resolution_decider TEXT;
+    ALTER TABLE approvals ADD COLUMN used_at_ms INTEGER;",
 ];
 
 /// The most jobs one transaction takes.
@@ -70,10 +87,14 @@ enum Op {
         turn_id: String,
         request_json: String,
         action_json: String,
+        snapshot_json: Option<String>,
     },
     Resolve {
         id: String,
         resolution: StoredResolution,
+    },
+    Consume {
+        id: String,
     },
 }
 
@@ -81,6 +102,7 @@ enum Reply {
     Seq(u64),
     Unit,
     Resolved(StoredResolution, bool),
+    Consumed(Consumed),
 }
 
 type ReplyFn = Box<dyn FnOnce(Result<Reply, AuditError>) + Send>;
@@ -106,11 +128,18 @@ impl std::fmt::Debug for SqliteAuditStore {
     }
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_us() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
         .unwrap_or_default()
+}
+
+/// `us` microseconds after the Unix epoch as UTC RFC 3339 with six fractional digits.
+pub(crate) fn rfc3339_micros(us: i64) -> String {
+    jiff::Timestamp::from_microsecond(us)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+        .unwrap_or_else(|_| "1970-01-01T00:00:00.000000Z".to_owned())
 }
 
 impl SqliteAuditStore {
@@ -119,12 +148,27 @@ impl SqliteAuditStore {
     /// A store written by a newer schema is refused with [`AuditError::SchemaTooNew`] and left
     /// untouched.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, AuditError> {
-        let path_str = path.as_ref().display().to_string();
+        Self::open_with(path.as_ref(), OpenFlags::default())
+    }
+
+    /// Open the store at `path` only if it exists (migrating an older schema): for commands
+    /// that read history, where a mistyped path must be an error, not an empty store.
+    /// A missing file is [`AuditError::Missing`]; nothing is created.
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<Self, AuditError> {
+        let path = path.as_ref();
+        if !path.is_file() {
+            return Err(AuditError::Missing(path.display().to_string()));
+        }
+        Self::open_with(path, OpenFlags::default() - OpenFlags::SQLITE_OPEN_CREATE)
+    }
+
+    fn open_with(path: &Path, flags: OpenFlags) -> Result<Self, AuditError> {
+        let path_str = path.display().to_string();
         let sql = |source| AuditError::Sqlite {
             path: path_str.clone(),
             source,
         };
-        let mut writer = Connection::open(path.as_ref()).map_err(sql)?;
+        let mut writer = Connection::open_with_flags(path, flags).map_err(sql)?;
         writer.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
         // Check the version before anything writes to the file.
         let found: i64 = writer
@@ -152,7 +196,7 @@ impl SqliteAuditStore {
             .map_err(sql)?;
         migrate(&mut writer, &path_str)?;
 
-        let reader = Connection::open(path.as_ref()).map_err(sql)?;
+        let reader = Connection::open_with_flags(path, flags).map_err(sql)?;
         reader.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
 
         let (tx, rx) = mpsc::channel::<Job>();
@@ -256,17 +300,25 @@ impl SqliteAuditStore {
     fn stored_approval(&self, row: ApprovalRow) -> Result<StoredApproval, AuditError> {
         let request = self.decode("approvals.request_json", &row.request_json)?;
         let action = self.decode("approvals.action_json", &row.action_json)?;
-        let resolution = match (row.resolution, row.reason) {
-            (Some(r), reason) => Some(StoredResolution {
+        let resolution = match row.resolution {
+            Some(r) => Some(StoredResolution {
                 resolution: self.decode_wire("approvals.resolution", &r)?,
-                reason: reason.unwrap_or_default(),
+                reason: row.reason.unwrap_or_default(),
+                message: row.message,
+                decider: row.decider,
             }),
-            (None, _) => None,
+            None => None,
         };
+        let snapshot: Option<TurnExecutionSecuritySnapshot> = row
+            .snapshot_json
+            .map(|json| self.decode("approvals.snapshot_json", &json))
+            .transpose()?;
         Ok(StoredApproval {
             request,
             action,
             resolution,
+            snapshot: snapshot.map(Box::new),
+            used: row.used_at_ms.is_some(),
         })
     }
 }
@@ -286,6 +338,10 @@ struct ApprovalRow {
     action_json: String,
     resolution: Option<String>,
     reason: Option<String>,
+    message: Option<String>,
+    decider: Option<String>,
+    snapshot_json: Option<String>,
+    used_at_ms: Option<i64>,
 }
 
 fn migrate(conn: &mut Connection, path: &str) -> Result<(), AuditError> {
@@ -369,7 +425,7 @@ fn commit_batch(conn: &mut Connection, path: &str, batch: Vec<Job>) {
             return;
         }
     };
-    let now = now_ms();
+    let now = now_us();
     let mut results = Vec::with_capacity(batch.len());
     let mut replies = Vec::with_capacity(batch.len());
     for job in batch {
@@ -399,7 +455,8 @@ fn commit_failed(path: &str, message: &str) -> AuditError {
     }
 }
 
-fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, now: i64) -> Result<Reply, rusqlite::Error> {
+fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, now_us: i64) -> Result<Reply, rusqlite::Error> {
+    let now_ms = now_us / 1000;
     match op {
         Op::Append(e) => {
             let seq: i64 = tx
@@ -407,11 +464,17 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, now: i64) -> Result<Reply, rus
                     "SELECT COALESCE(MAX(seq), 0) + 1 FROM audit_events WHERE turn_id = ?1",
                 )?
                 .query_row([&e.turn_id], |r| r.get(0))?;
+            let timestamp = e
+                .timestamp
+                .clone()
+                .unwrap_or_else(|| rfc3339_micros(now_us));
             tx.prepare_cached(
                 "INSERT INTO audit_events (turn_id, seq, kind, profile_mode, profile_source,
                     item_id, tool_id, action_kind, request_key, decision, reason,
-                    cached_approval_used, recorded_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                    cached_approval_used, recorded_at_ms, timestamp, target, tool_name, rule,
+                    layer, decider, message)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                    ?17, ?18, ?19, ?20)",
             )?
             .execute(params![
                 e.turn_id,
@@ -426,7 +489,14 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, now: i64) -> Result<Reply, rus
                 e.decision.map(|d| d.as_str()),
                 e.reason,
                 e.cached_approval_used,
-                now,
+                now_ms,
+                timestamp,
+                e.target,
+                e.tool_name,
+                e.rule,
+                e.layer,
+                e.decider,
+                e.message,
             ])?;
             Ok(Reply::Seq(u64::try_from(seq).unwrap_or_default()))
         }
@@ -435,53 +505,169 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, now: i64) -> Result<Reply, rus
             turn_id,
             request_json,
             action_json,
+            snapshot_json,
         } => {
             tx.prepare_cached(
-                "INSERT INTO approvals (request_id, turn_id, request_json, action_json, created_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO approvals (request_id, turn_id, request_json, action_json,
+                    created_at_ms, snapshot_json)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
-            .execute(params![id, turn_id, request_json, action_json, now])?;
+            .execute(params![
+                id,
+                turn_id,
+                request_json,
+                action_json,
+                now_ms,
+                snapshot_json
+            ])?;
             Ok(Reply::Unit)
         }
         Op::Resolve { id, resolution } => {
             let changed = tx
                 .prepare_cached(
-                    "UPDATE approvals SET resolution = ?2, resolution_reason = ?3, resolved_at_ms = ?4
+                    "UPDATE approvals SET resolution = ?2, resolution_reason = ?3,
+                        resolved_at_ms = ?4, resolution_message = ?5, resolution_decider = ?6
                      WHERE request_id = ?1 AND resolution IS NULL",
                 )?
                 .execute(params![
                     id,
                     resolution.resolution.as_str(),
                     resolution.reason,
-                    now
+                    now_ms,
+                    resolution.message,
+                    resolution.decider,
                 ])?;
-            let recorded: Option<(String, Option<String>)> = tx
+            type Recorded = (String, Option<String>, Option<String>, Option<String>);
+            let recorded: Option<Recorded> = tx
                 .prepare_cached(
-                    "SELECT resolution, resolution_reason FROM approvals WHERE request_id = ?1",
+                    "SELECT resolution, resolution_reason, resolution_message, resolution_decider
+                     FROM approvals WHERE request_id = ?1",
                 )?
-                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
                 .optional()?;
             match recorded {
-                Some((r, reason)) => {
-                    let resolution = serde_json::from_value(serde_json::Value::String(r.clone()))
-                        .map_err(|_| {
-                        rusqlite::Error::InvalidColumnType(
-                            0,
-                            format!("resolution `{r}`"),
-                            rusqlite::types::Type::Text,
-                        )
-                    })?;
-                    Ok(Reply::Resolved(
-                        StoredResolution {
-                            resolution,
-                            reason: reason.unwrap_or_default(),
-                        },
-                        changed == 1,
-                    ))
-                }
+                Some((r, reason, message, decider)) => Ok(Reply::Resolved(
+                    StoredResolution {
+                        resolution: wire_resolution(&r)?,
+                        reason: reason.unwrap_or_default(),
+                        message,
+                        decider,
+                    },
+                    changed == 1,
+                )),
                 None => Err(rusqlite::Error::QueryReturnedNoRows),
             }
         }
+        Op::Consume { id } => {
+            // One UPDATE decides the race: SQLite serializes writers (BEGIN IMMEDIATE), so
+            // across threads and processes exactly one caller sees a changed row.
+            let spent = tx
+                .prepare_cached(
+                    "UPDATE approvals SET used_at_ms = ?2
+                     WHERE request_id = ?1 AND resolution = 'allow_once' AND used_at_ms IS NULL",
+                )?
+                .execute(params![id, now_ms])?;
+            if spent == 1 {
+                return Ok(Reply::Consumed(Consumed::Spent));
+            }
+            let row: Option<(Option<String>, Option<i64>)> = tx
+                .prepare_cached(
+                    "SELECT resolution, used_at_ms FROM approvals WHERE request_id = ?1",
+                )?
+                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            match row {
+                None => Err(rusqlite::Error::QueryReturnedNoRows),
+                Some((Some(r), Some(_))) if r == "allow_once" => {
+                    Ok(Reply::Consumed(Consumed::AlreadyUsed))
+                }
+                Some((Some(r), _)) if r == "allow_for_turn" => {
+                    Ok(Reply::Consumed(Consumed::ForTurn))
+                }
+                Some(_) => Ok(Reply::Consumed(Consumed::NotApproved)),
+            }
+        }
+    }
+}
+
+fn wire_resolution(r: &str) -> Result<crate::approval::ApprovalResolution, rusqlite::Error> {
+    serde_json::from_value(serde_json::Value::String(r.to_owned())).map_err(|_| {
+        rusqlite::Error::InvalidColumnType(
+            0,
+            format!("resolution `{r}`"),
+            rusqlite::types::Type::Text,
+        )
+    })
+}
+
+const EVENT_COLUMNS: &str = "turn_id, seq, kind, profile_mode, profile_source, item_id, tool_id,
+    action_kind, request_key, decision, reason, cached_approval_used, timestamp, target,
+    tool_name, rule, layer, decider, message";
+
+/// One `audit_events` row as read, before its wire names are decoded.
+struct EventRow {
+    turn_id: String,
+    seq: i64,
+    kind: String,
+    profile_mode: String,
+    profile_source: String,
+    item_id: Option<String>,
+    tool_id: Option<String>,
+    action_kind: Option<String>,
+    request_key: Option<String>,
+    decision: Option<String>,
+    reason: Option<String>,
+    cached_approval_used: bool,
+    timestamp: Option<String>,
+    target: Option<String>,
+    tool_name: Option<String>,
+    rule: Option<String>,
+    layer: Option<String>,
+    decider: Option<String>,
+    message: Option<String>,
+}
+
+impl EventRow {
+    fn read(r: &rusqlite::Row<'_>) -> Result<Self, rusqlite::Error> {
+        Ok(EventRow {
+            turn_id: r.get(0)?,
+            seq: r.get(1)?,
+            kind: r.get(2)?,
+            profile_mode: r.get(3)?,
+            profile_source: r.get(4)?,
+            item_id: r.get(5)?,
+            tool_id: r.get(6)?,
+            action_kind: r.get(7)?,
+            request_key: r.get(8)?,
+            decision: r.get(9)?,
+            reason: r.get(10)?,
+            cached_approval_used: r.get(11)?,
+            timestamp: r.get(12)?,
+            target: r.get(13)?,
+            tool_name: r.get(14)?,
+            rule: r.get(15)?,
+            layer: r.get(16)?,
+            decider: r.get(17)?,
+            message: r.get(18)?,
+        })
+    }
+}
+
+const APPROVAL_COLUMNS: &str = "request_json, action_json, resolution, resolution_reason,
+    resolution_message, resolution_decider, snapshot_json, used_at_ms";
+
+impl ApprovalRow {
+    fn read(r: &rusqlite::Row<'_>) -> Result<Self, rusqlite::Error> {
+        Ok(ApprovalRow {
+            request_json: r.get(0)?,
+            action_json: r.get(1)?,
+            resolution: r.get(2)?,
+            reason: r.get(3)?,
+            message: r.get(4)?,
+            decider: r.get(5)?,
+            snapshot_json: r.get(6)?,
+            used_at_ms: r.get(7)?,
+        })
     }
 }
 
@@ -506,68 +692,46 @@ impl AuditStore for SqliteAuditStore {
     }
 
     fn replay(&self, turn_id: &str) -> Result<Vec<TurnPermissionAuditEvent>, AuditError> {
-        let conn = self.reader();
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT turn_id, seq, kind, profile_mode, profile_source, item_id, tool_id,
-                    action_kind, request_key, decision, reason, cached_approval_used
-                 FROM audit_events WHERE turn_id = ?1 ORDER BY seq",
-            )
-            .map_err(|e| self.sql(e))?;
-        type Row = (
-            String,
-            i64,
-            String,
-            String,
-            String,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            bool,
-        );
-        let rows: Vec<Row> = stmt
-            .query_map([turn_id], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                    r.get(8)?,
-                    r.get(9)?,
-                    r.get(10)?,
-                    r.get(11)?,
-                ))
+        let rows: Vec<EventRow> = {
+            let conn = self.reader();
+            conn.prepare_cached(&format!(
+                "SELECT {EVENT_COLUMNS} FROM audit_events WHERE turn_id = ?1 ORDER BY seq"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_map([turn_id], EventRow::read)
+                    .and_then(|rows| rows.collect())
             })
-            .and_then(|rows| rows.collect())
-            .map_err(|e| self.sql(e))?;
+            .map_err(|e| self.sql(e))?
+        };
         rows.into_iter()
             .map(|r| {
                 Ok(TurnPermissionAuditEvent {
-                    turn_id: r.0,
-                    seq: u64::try_from(r.1).unwrap_or_default(),
-                    kind: self.decode_wire("audit_events.kind", &r.2)?,
-                    profile_mode: self.decode_wire("audit_events.profile_mode", &r.3)?,
-                    profile_source: self.decode_wire("audit_events.profile_source", &r.4)?,
-                    item_id: r.5,
-                    tool_id: r.6,
+                    turn_id: r.turn_id,
+                    seq: u64::try_from(r.seq).unwrap_or_default(),
+                    kind: self.decode_wire("audit_events.kind", &r.kind)?,
+                    profile_mode: self.decode_wire("audit_events.profile_mode", &r.profile_mode)?,
+                    profile_source: self
+                        .decode_wire("audit_events.profile_source", &r.profile_source)?,
+                    item_id: r.item_id,
+                    tool_id: r.tool_id,
                     action_kind: r
-                        .7
+                        .action_kind
                         .map(|k| self.decode_wire("audit_events.action_kind", &k))
                         .transpose()?,
-                    request_key: r.8,
+                    request_key: r.request_key,
                     decision: r
-                        .9
+                        .decision
                         .map(|d| self.decode_wire("audit_events.decision", &d))
                         .transpose()?,
-                    reason: r.10,
-                    cached_approval_used: r.11,
+                    reason: r.reason,
+                    cached_approval_used: r.cached_approval_used,
+                    timestamp: r.timestamp,
+                    target: r.target,
+                    tool_name: r.tool_name,
+                    rule: r.rule,
+                    layer: r.layer,
+                    decider: r.decider,
+                    message: r.message,
                 })
             })
             .collect()
@@ -577,6 +741,7 @@ impl AuditStore for SqliteAuditStore {
         &self,
         request: &TurnPermissionApprovalRequest,
         action: &Action,
+        snapshot: Option<&TurnExecutionSecuritySnapshot>,
     ) -> Result<(), AuditError> {
         let encode = |what: &str, r: serde_json::Result<String>| {
             r.map_err(|e| AuditError::Corrupt {
@@ -590,6 +755,9 @@ impl AuditStore for SqliteAuditStore {
             turn_id: request.turn_id.clone(),
             request_json: encode("request", serde_json::to_string(request))?,
             action_json: encode("action", serde_json::to_string(action))?,
+            snapshot_json: snapshot
+                .map(|s| encode("snapshot", serde_json::to_string(s)))
+                .transpose()?,
         };
         match self.run(op) {
             Ok(Reply::Unit) => Ok(()),
@@ -607,21 +775,10 @@ impl AuditStore for SqliteAuditStore {
     fn approval(&self, request_id: &str) -> Result<Option<StoredApproval>, AuditError> {
         let row = {
             let conn = self.reader();
-            conn.prepare_cached(
-                "SELECT request_json, action_json, resolution, resolution_reason
-                 FROM approvals WHERE request_id = ?1",
-            )
-            .and_then(|mut s| {
-                s.query_row([request_id], |r| {
-                    Ok(ApprovalRow {
-                        request_json: r.get(0)?,
-                        action_json: r.get(1)?,
-                        resolution: r.get(2)?,
-                        reason: r.get(3)?,
-                    })
-                })
-                .optional()
-            })
+            conn.prepare_cached(&format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE request_id = ?1"
+            ))
+            .and_then(|mut s| s.query_row([request_id], ApprovalRow::read).optional())
             .map_err(|e| self.sql(e))?
         };
         row.map(|r| self.stored_approval(r)).transpose()
@@ -630,20 +787,12 @@ impl AuditStore for SqliteAuditStore {
     fn pending_approvals(&self) -> Result<Vec<StoredApproval>, AuditError> {
         let rows: Vec<ApprovalRow> = {
             let conn = self.reader();
-            conn.prepare_cached(
-                "SELECT request_json, action_json, resolution, resolution_reason
-                 FROM approvals WHERE resolution IS NULL ORDER BY rowid",
-            )
+            conn.prepare_cached(&format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals WHERE resolution IS NULL ORDER BY rowid"
+            ))
             .and_then(|mut s| {
-                s.query_map([], |r| {
-                    Ok(ApprovalRow {
-                        request_json: r.get(0)?,
-                        action_json: r.get(1)?,
-                        resolution: r.get(2)?,
-                        reason: r.get(3)?,
-                    })
-                })
-                .and_then(|rows| rows.collect())
+                s.query_map([], ApprovalRow::read)
+                    .and_then(|rows| rows.collect())
             })
             .map_err(|e| self.sql(e))?
         };
@@ -660,6 +809,20 @@ impl AuditStore for SqliteAuditStore {
             resolution,
         }) {
             Ok(Reply::Resolved(r, applied)) => Ok((r, applied)),
+            Ok(_) => Err(self.unexpected()),
+            Err(AuditError::Sqlite {
+                source: rusqlite::Error::QueryReturnedNoRows,
+                ..
+            }) => Err(AuditError::UnknownRequest(request_id.to_owned())),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn consume(&self, request_id: &str) -> Result<Consumed, AuditError> {
+        match self.run(Op::Consume {
+            id: request_id.to_owned(),
+        }) {
+            Ok(Reply::Consumed(c)) => Ok(c),
             Ok(_) => Err(self.unexpected()),
             Err(AuditError::Sqlite {
                 source: rusqlite::Error::QueryReturnedNoRows,
