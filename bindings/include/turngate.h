@@ -702,18 +702,31 @@ enum TgStatus tg_gate_spawn_json(const struct TgGate *gate,
                                  char **out_json);
 
 /**
- * Runs a command line that was already authorized (a resumed deferral) under the snapshot's
- * sandbox, blocking until it exits; `cwd` and `tool` may be NULL. Writes the `"ran"` outcome
- * of `tg_gate_spawn_json`. `*out_json` is owned by the caller.
+ * Decides a deferred shell command with `decision` (JSON, as for `tg_gate_resume_json`) and,
+ * when it is allowed, runs exactly its stored action under the snapshot it was requested under
+ * (narrowed by this gate's), blocking until it exits. Writes a spawn result as
+ * `tg_gate_spawn_json` does. An `allow_once` approval runs once: a second call fails with
+ * `TG_STATUS_APPROVAL` (`already_used`). `*out_json` is owned by the caller.
  *
  * # Safety
- * `gate` is a live gate; `command_line` NUL-terminated; `cwd`, `tool` NULL or NUL-terminated;
- * `out_json` writable.
+ * `gate` is a live gate; `request_id` and `decision` NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_gate_resume_spawn_json(const struct TgGate *gate,
+                                        const char *request_id,
+                                        const char *decision,
+                                        char **out_json);
+
+/**
+ * Runs the stored shell command of an already approved request `request_id` under its stored
+ * snapshot and sandbox, blocking until it exits. Writes a spawn result as `tg_gate_spawn_json`
+ * does. An unresolved, denied or spent request fails with `TG_STATUS_APPROVAL`: no command
+ * line runs without a decision. `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `gate` is a live gate; `request_id` NUL-terminated; `out_json` writable.
  */
 enum TgStatus tg_gate_run_approved_json(const struct TgGate *gate,
-                                        const char *command_line,
-                                        const char *cwd,
-                                        const char *tool,
+                                        const char *request_id,
                                         char **out_json);
 
 /**

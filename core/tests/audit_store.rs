@@ -48,6 +48,13 @@ fn append_assigns_per_turn_seq_and_replay_returns_every_field_in_order() {
     full.decision = Some(AuditDecision::AllowForTurn);
     full.reason = Some("responder".into());
     full.cached_approval_used = true;
+    full.timestamp = Some("2026-12-01T07:21:44.123456Z".into());
+    full.target = Some("make test".into());
+    full.tool_name = Some("bash".into());
+    full.rule = Some("make *".into());
+    full.layer = Some("project".into());
+    full.decider = Some("person:alice".into());
+    full.message = Some("fine, it only builds".into());
     full.seq = 999; // ignored: the store assigns
 
     assert_eq!(store.append(event("t1", 1)).unwrap(), 1);
@@ -58,6 +65,10 @@ fn append_assigns_per_turn_seq_and_replay_returns_every_field_in_order() {
     assert_eq!(replay[0].seq, 1);
     full.seq = 2;
     assert_eq!(replay[1], full);
+    // An event appended without a timestamp gets the store's, RFC 3339 UTC with microseconds.
+    let stamped = replay[0].timestamp.clone().unwrap_or_default();
+    assert_eq!(stamped.len(), "2026-12-01T07:21:44.123456Z".len(), "{stamped}");
+    assert!(stamped.ends_with('Z') && stamped.as_bytes()[19] == b'.', "{stamped}");
     assert_eq!(store.replay("t2").unwrap().len(), 1);
     assert!(store.replay("nope").unwrap().is_empty());
 }
