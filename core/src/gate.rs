@@ -1180,12 +1180,11 @@ impl Gate {
             }));
         }
         // Open what was approved (a reviewer's modified target replaces the original).
+        // The gate allowed it (by policy or by an approval of the ask), so an ask verdict on
+        // the fresh check is approved; a deny that landed meanwhile still refuses.
         let checker = self.file_checker();
-        let opened = if write {
-            checker.open_write(&action.target, action.tool.as_deref())
-        } else {
-            checker.open_read(&action.target, action.tool.as_deref())
-        };
+        let check = checker.check(kind, &action.target, action.tool.as_deref());
+        let opened = checker.open_checked(&check, write, true);
         Ok(opened.map_err(|e: OpenError| Denial {
             action: Action::new(kind, action.target.clone()),
             reason: e.to_string(),
