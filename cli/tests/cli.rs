@@ -401,7 +401,14 @@ fn pending_id(env: &Env, waiting: &mut std::process::Child, deadline: Instant) -
             env,
             &["approvals", "list", "--json", "--store", &store_arg(env)],
         );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        // Until the waiting run has created the store, `list` says it does not exist.
+        let v: serde_json::Value = if out.status.success() {
+            serde_json::from_slice(&out.stdout).unwrap()
+        } else {
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("does not exist"), "{err}");
+            serde_json::Value::Null
+        };
         if let Some(id) = v[0]["request"]["id"].as_str() {
             return id.to_owned();
         }

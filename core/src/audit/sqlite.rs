@@ -181,9 +181,23 @@ impl SqliteAuditStore {
                 supported: SCHEMA_VERSION,
             });
         }
-        let mode: String = writer
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(sql)?;
+        // Switching to WAL takes an exclusive lock and SQLite does not wait on the busy handler
+        // for it: a second process opening a new store at the same moment would fail with
+        // "database is locked". Retry that (only that) until the busy timeout.
+        let started = Instant::now();
+        let mode: String = loop {
+            match writer.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)) {
+                Err(rusqlite::Error::SqliteFailure(f, _))
+                    if matches!(
+                        f.code,
+                        rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                    ) && started.elapsed() < BUSY_TIMEOUT =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                other => break other.map_err(sql)?,
+            }
+        };
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(AuditError::Corrupt {
                 path: path_str,
