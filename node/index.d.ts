@@ -244,8 +244,18 @@ export declare class Gate {
   resume(requestId: string, decision: Decision): Promise<Authorization>
   /** Authorize a shell command and, when allowed, run it under the snapshot's sandbox. */
   spawn(invocation: Invocation): Promise<SpawnResult>
-  /** Run a command line that was already authorized (a resumed deferral) under the sandbox. */
-  runApproved(commandLine: string, cwd?: string | undefined | null, tool?: string | undefined | null): Promise<ProcessOutcome>
+  /**
+   * Decide a deferred shell command and, when allowed, run exactly its stored action under
+   * the snapshot it was requested under (narrowed by this gate's). An `allow_once` approval
+   * runs once; a second call rejects with `already_used`.
+   */
+  resumeSpawn(requestId: string, decision: Decision): Promise<SpawnResult>
+  /**
+   * Run the stored shell command of an already approved request (by id) under the snapshot
+   * and sandbox it was requested under. An unresolved, denied or spent request rejects: no
+   * command line runs without a decision.
+   */
+  runApproved(requestId: string): Promise<SpawnResult>
   /** Authorize a read of `invocation.target` and open it race-free beneath its root. */
   openRead(invocation: Invocation): Promise<OpenResult>
   /** Authorize a write of `invocation.target` and open (create or truncate) it race-free. */

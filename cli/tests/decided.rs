@@ -98,7 +98,10 @@ impl Env {
                     return ids;
                 }
             }
-            assert!(Instant::now() < deadline, "{n} pending approvals never appeared");
+            assert!(
+                Instant::now() < deadline,
+                "{n} pending approvals never appeared"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -134,7 +137,11 @@ fn approvals_resume_three_times_runs_the_command_once() {
     for _ in 0..2 {
         let again = resume();
         assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
-        assert!(stderr(&again).contains("already_used"), "{}", stderr(&again));
+        assert!(
+            stderr(&again).contains("already_used"),
+            "{}",
+            stderr(&again)
+        );
     }
     assert_eq!(lines(&log), 1, "one allow_once ran more than once");
 }
@@ -154,7 +161,10 @@ fn approvals_resume_runs_under_the_sandbox_the_request_was_made_under() {
     // request's auto_accept_edits sandbox applies.
     let out = env.turngate(&["approvals", "resume", &id, "--store", &env.store()]);
     assert!(env.ws.join("in.txt").exists(), "{}", stderr(&out));
-    assert!(!escaped.exists(), "resume ran the command without its sandbox");
+    assert!(
+        !escaped.exists(),
+        "resume ran the command without its sandbox"
+    );
     assert_ne!(out.status.code(), Some(0));
 }
 
@@ -175,7 +185,11 @@ fn commands_that_read_history_never_create_a_store() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(&m), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains("does not exist"), "{}", stderr(&out));
-        assert!(!missing_dir.exists(), "{args:?} created {}", missing_dir.display());
+        assert!(
+            !missing_dir.exists(),
+            "{args:?} created {}",
+            missing_dir.display()
+        );
     }
     // An existing file that is not a directory path typo still opens (and migrates).
     let ran = env.turngate(&[
@@ -202,7 +216,7 @@ fn the_audit_of_three_approved_commands_names_each_with_its_time_and_the_reviewe
     let store = env.store();
     let commands = ["echo one", "echo two", "echo three"];
     for (i, line) in commands.iter().enumerate() {
-        let mut waiting = env.deferred_run("t-three", &["sh", "-c", line]);
+        let waiting = env.deferred_run("t-three", &["sh", "-c", line]);
         let id = env.pending(1).pop().unwrap();
         let note = format!("looks fine ({i})");
         let out = env.turngate(&[
@@ -239,7 +253,12 @@ fn the_audit_of_three_approved_commands_names_each_with_its_time_and_the_reviewe
     for (i, r) in resolved.iter().enumerate() {
         assert_eq!(r["message"], format!("looks fine ({i})"), "{r}");
         assert_eq!(r["decider"], "person:alice", "{r}");
-        assert!(r["title"].as_str().unwrap().contains(&format!("looks fine ({i})")));
+        assert!(
+            r["title"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("looks fine ({i})"))
+        );
         let ts = r["timestamp"].as_str().unwrap().to_owned();
         assert!(ts.ends_with('Z') && ts.len() == 27, "{ts}");
         stamps.push(ts);

@@ -67,8 +67,15 @@ fn append_assigns_per_turn_seq_and_replay_returns_every_field_in_order() {
     assert_eq!(replay[1], full);
     // An event appended without a timestamp gets the store's, RFC 3339 UTC with microseconds.
     let stamped = replay[0].timestamp.clone().unwrap_or_default();
-    assert_eq!(stamped.len(), "2026-12-01T07:21:44.123456Z".len(), "{stamped}");
-    assert!(stamped.ends_with('Z') && stamped.as_bytes()[19] == b'.', "{stamped}");
+    assert_eq!(
+        stamped.len(),
+        "2026-12-01T07:21:44.123456Z".len(),
+        "{stamped}"
+    );
+    assert!(
+        stamped.ends_with('Z') && stamped.as_bytes()[19] == b'.',
+        "{stamped}"
+    );
     assert_eq!(store.replay("t2").unwrap().len(), 1);
     assert!(store.replay("nope").unwrap().is_empty());
 }

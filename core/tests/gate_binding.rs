@@ -79,7 +79,12 @@ fn shell(line: &str) -> ToolInvocation {
 
 /// Defer `line` in an `auto_accept_edits` turn (shell commands ask there) and return the id.
 async fn deferred(t: &Turn, turn_id: &str, line: &str) -> String {
-    let g = gate(t, turn_id, PermissionMode::AutoAcceptEdits, Arc::new(DeferAll));
+    let g = gate(
+        t,
+        turn_id,
+        PermissionMode::AutoAcceptEdits,
+        Arc::new(DeferAll),
+    );
     match g.spawn(&shell(line)).await.unwrap() {
         SpawnResult::Deferred(r) => r.id,
         other => panic!("expected a deferral, got {other:?}"),
@@ -102,9 +107,12 @@ async fn spawn_refuses_every_kind_but_shell_command_before_anything_runs() {
     let t = turn();
     let script = t.ws.join("run.sh");
     let marker = t.ws.join("ran.txt");
-    std::fs::write(&script, format!("#!/bin/sh\necho x > {}\n", marker.display())).unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .unwrap();
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\necho x > {}\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let g = gate(&t, "t", PermissionMode::FullAccess, Arc::new(ApproveAll));
     for kind in [
         ActionKind::FileRead,
@@ -123,7 +131,10 @@ async fn spawn_refuses_every_kind_but_shell_command_before_anything_runs() {
             );
         }
     }
-    assert!(!marker.exists(), "a non-shell authorization executed the script");
+    assert!(
+        !marker.exists(),
+        "a non-shell authorization executed the script"
+    );
     // Nothing was decided either: only the profile row is in the audit log.
     let rows = t.store.replay("t").unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
@@ -270,14 +281,24 @@ async fn a_resumed_command_runs_under_the_sandbox_it_was_requested_under() {
     // the stored auto_accept_edits sandbox still applies.
     let g = gate(&t, "t", PermissionMode::FullAccess, Arc::new(DenyAll));
     let outcome = ran(g.resume_spawn(&id, Decision::approve()).await.unwrap());
-    let report = outcome.sandbox.as_ref().expect("the stored snapshot requires a sandbox");
+    let report = outcome
+        .sandbox
+        .as_ref()
+        .expect("the stored snapshot requires a sandbox");
     assert_ne!(
         report.status,
         turngate::sandbox::EnforcementLevel::Unavailable,
         "{report:?}"
     );
-    assert!(inside.exists(), "{}", String::from_utf8_lossy(&outcome.stderr));
-    assert!(!escaped.exists(), "the resumed command ran without its sandbox");
+    assert!(
+        inside.exists(),
+        "{}",
+        String::from_utf8_lossy(&outcome.stderr)
+    );
+    assert!(
+        !escaped.exists(),
+        "the resumed command ran without its sandbox"
+    );
 }
 
 #[tokio::test]
@@ -303,13 +324,23 @@ async fn an_allow_for_turn_approval_is_valid_only_in_its_turn() {
             StoredResolution::new(ApprovalResolution::AllowForTurn, "responder"),
         )
         .unwrap();
-    let other = gate(&t, "t-b", PermissionMode::AutoAcceptEdits, Arc::new(DenyAll));
+    let other = gate(
+        &t,
+        "t-b",
+        PermissionMode::AutoAcceptEdits,
+        Arc::new(DenyAll),
+    );
     assert!(matches!(
         other.run_approved(&id).await,
         Err(GateError::OtherTurn { .. })
     ));
     assert_eq!(lines(&log), 0);
-    let own = gate(&t, "t-a", PermissionMode::AutoAcceptEdits, Arc::new(DenyAll));
+    let own = gate(
+        &t,
+        "t-a",
+        PermissionMode::AutoAcceptEdits,
+        Arc::new(DenyAll),
+    );
     ran(own.run_approved(&id).await.unwrap());
     ran(own.run_approved(&id).await.unwrap());
     assert_eq!(lines(&log), 2, "allow_for_turn stays valid in its turn");
@@ -329,7 +360,14 @@ async fn a_request_of_another_kind_never_runs_as_a_command() {
         Err(GateError::WrongKind { .. })
     ));
     // Refused before anything was resolved: the request is still pending.
-    assert!(t.store.approval(&request.id).unwrap().unwrap().resolution.is_none());
+    assert!(
+        t.store
+            .approval(&request.id)
+            .unwrap()
+            .unwrap()
+            .resolution
+            .is_none()
+    );
 }
 
 #[tokio::test]
@@ -381,19 +419,17 @@ fn racing_resumes_in_threads_run_an_allow_once_exactly_once() {
                     )
                     .unwrap();
                     let rt = tokio::runtime::Runtime::new().unwrap();
-                    rt.block_on(g.resume_spawn(&id, Decision::approve()))
+                    match rt.block_on(g.resume_spawn(&id, Decision::approve())) {
+                        Ok(SpawnResult::Ran(_)) => "ran".to_owned(),
+                        Err(GateError::AlreadyUsed(_)) => "already_used".to_owned(),
+                        other => format!("{other:?}"),
+                    }
                 })
             })
             .collect();
         let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-        let ran = results
-            .iter()
-            .filter(|r| matches!(r, Ok(SpawnResult::Ran(_))))
-            .count();
-        let used = results
-            .iter()
-            .filter(|r| matches!(r, Err(GateError::AlreadyUsed(_))))
-            .count();
+        let ran = results.iter().filter(|r| *r == "ran").count();
+        let used = results.iter().filter(|r| *r == "already_used").count();
         assert_eq!((ran, used), (1, 1), "round {round}: {results:?}");
         assert_eq!(lines(&log), 1, "round {round}");
     }
@@ -402,7 +438,11 @@ fn racing_resumes_in_threads_run_an_allow_once_exactly_once() {
 fn wait_for(path: &Path) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !path.exists() {
-        assert!(std::time::Instant::now() < deadline, "{} never appeared", path.display());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
         std::thread::yield_now();
     }
 }
@@ -500,7 +540,10 @@ fn racing_processes_spend_an_allow_once_exactly_once_1000_times() {
     }
     // Each racer won some rounds: the race was real.
     let wins_a = a.iter().filter(|&&c| c == b'1').count();
-    assert!(wins_a > 0 && wins_a < ROUNDS, "racer A won {wins_a} of {ROUNDS}");
+    assert!(
+        wins_a > 0 && wins_a < ROUNDS,
+        "racer A won {wins_a} of {ROUNDS}"
+    );
 }
 
 #[tokio::test]
@@ -534,7 +577,10 @@ async fn audit_rows_say_which_command_when_and_in_whose_words() {
     assert_eq!(targets, lines_run);
     for (i, e) in allowed.iter().enumerate() {
         assert_eq!(e.decider.as_deref(), Some("person:alice"));
-        assert_eq!(e.message.as_deref(), Some(format!("fine, number {i}").as_str()));
+        assert_eq!(
+            e.message.as_deref(),
+            Some(format!("fine, number {i}").as_str())
+        );
         assert_eq!(e.request_key.as_deref(), Some(ids[i].as_str()));
         assert_eq!(e.tool_name.as_deref(), Some("bash"));
         assert!(e.timestamp.as_deref().is_some_and(|ts| ts.ends_with('Z')));
@@ -573,9 +619,7 @@ async fn audit_rows_say_which_command_when_and_in_whose_words() {
 #[tokio::test]
 async fn audited_targets_are_redacted_and_rules_are_named() {
     let t = turn();
-    let policy = Policy::new()
-        .layer("project")
-        .deny_exec("curl");
+    let policy = Policy::new().layer("project").deny_exec("curl");
     let g = Gate::new(
         "t",
         snapshot_with(&t.ws, Some(PermissionMode::AutoAcceptEdits), Some(policy)),
@@ -583,9 +627,11 @@ async fn audited_targets_are_redacted_and_rules_are_named() {
         Arc::new(DenyAll),
     )
     .unwrap();
-    g.authorize(&shell("curl -H 'Authorization: Bearer abcdefgh12345678' https://x"))
-        .await
-        .unwrap();
+    g.authorize(&shell(
+        "curl -H 'Authorization: Bearer abcdefgh12345678' https://x",
+    ))
+    .await
+    .unwrap();
     let rows = t.store.replay("t").unwrap();
     let denied = rows.last().unwrap();
     assert_eq!(denied.kind, AuditEventKind::DecisionDenied);

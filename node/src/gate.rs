@@ -370,45 +370,37 @@ impl Gate {
         let gate = Arc::clone(&self.gate);
         let inv: InvocationRecord = invocation.into();
         let fut = self.guarded(async move { gate.spawn(&inv).await });
-        promise(env, fut, |_, r| {
-            Ok(match r {
-                SpawnRecord::Ran(o) => SpawnResult {
-                    outcome: "ran".to_owned(),
-                    process: Some(o.into()),
-                    denial: None,
-                    request: None,
-                },
-                SpawnRecord::Denied(d) => SpawnResult {
-                    outcome: "denied".to_owned(),
-                    process: None,
-                    denial: Some(d.into()),
-                    request: None,
-                },
-                SpawnRecord::Deferred { request, .. } => SpawnResult {
-                    outcome: "deferred".to_owned(),
-                    process: None,
-                    denial: None,
-                    request: Some(request),
-                },
-            })
-        })
+        promise(env, fut, |_, r| Ok(spawn_result(r)))
     }
 
-    /// Run a command line that was already authorized (a resumed deferral) under the sandbox.
-    #[napi(ts_return_type = "Promise<ProcessOutcome>")]
+    /// Decide a deferred shell command and, when allowed, run exactly its stored action under
+    /// the snapshot it was requested under (narrowed by this gate's). An `allow_once` approval
+    /// runs once; a second call rejects with `already_used`.
+    #[napi(ts_return_type = "Promise<SpawnResult>")]
+    pub fn resume_spawn<'env>(
+        &self,
+        env: &'env Env,
+        request_id: String,
+        decision: Decision,
+    ) -> napi::Result<PromiseRaw<'env, SpawnResult>> {
+        let decision = decision.to_record().or_throw(env)?;
+        let gate = Arc::clone(&self.gate);
+        let fut = self.guarded(async move { gate.resume_spawn(&request_id, &decision).await });
+        promise(env, fut, |_, r| Ok(spawn_result(r)))
+    }
+
+    /// Run the stored shell command of an already approved request (by id) under the snapshot
+    /// and sandbox it was requested under. An unresolved, denied or spent request rejects: no
+    /// command line runs without a decision.
+    #[napi(ts_return_type = "Promise<SpawnResult>")]
     pub fn run_approved<'env>(
         &self,
         env: &'env Env,
-        command_line: String,
-        cwd: Option<String>,
-        tool: Option<String>,
-    ) -> napi::Result<PromiseRaw<'env, ProcessOutcome>> {
+        request_id: String,
+    ) -> napi::Result<PromiseRaw<'env, SpawnResult>> {
         let gate = Arc::clone(&self.gate);
-        let fut = self.guarded(async move {
-            gate.run_approved(&command_line, cwd.as_deref(), tool.as_deref())
-                .await
-        });
-        promise(env, fut, |_, o| Ok(ProcessOutcome::from(o)))
+        let fut = self.guarded(async move { gate.run_approved(&request_id).await });
+        promise(env, fut, |_, r| Ok(spawn_result(r)))
     }
 
     /// Authorize a read of `invocation.target` and open it race-free beneath its root.
@@ -483,5 +475,28 @@ impl std::fmt::Debug for SpawnResult {
 impl std::fmt::Debug for GateOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GateOptions").finish_non_exhaustive()
+    }
+}
+
+fn spawn_result(r: SpawnRecord) -> SpawnResult {
+    match r {
+        SpawnRecord::Ran(o) => SpawnResult {
+            outcome: "ran".to_owned(),
+            process: Some(o.into()),
+            denial: None,
+            request: None,
+        },
+        SpawnRecord::Denied(d) => SpawnResult {
+            outcome: "denied".to_owned(),
+            process: None,
+            denial: Some(d.into()),
+            request: None,
+        },
+        SpawnRecord::Deferred { request, .. } => SpawnResult {
+            outcome: "deferred".to_owned(),
+            process: None,
+            denial: None,
+            request: Some(request),
+        },
     }
 }

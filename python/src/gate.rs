@@ -14,8 +14,8 @@ use turngate_ffi::check::{
 };
 use turngate_ffi::gate::ProcessOutcomeRecord;
 use turngate_ffi::{
-    ApproverHandle, AuthorizationRecord, BrokerHandle, DenialRecord, GateHandle, InvocationRecord,
-    OpenRecord, PendingHandle, SpawnRecord, StoreHandle, SubscriptionHandle,
+    ApproverHandle, AuthorizationRecord, BrokerHandle, DecisionRecord, DenialRecord, GateHandle,
+    InvocationRecord, OpenRecord, PendingHandle, SpawnRecord, StoreHandle, SubscriptionHandle,
 };
 
 use crate::aio::{Done, awaitable, blocking, running_loop};
@@ -258,10 +258,6 @@ fn spawn_out(py: Python<'_>, s: SpawnRecord) -> PyResult<Py<PyAny>> {
         },
     };
     Ok(Py::new(py, result)?.into_any())
-}
-
-fn run_out(py: Python<'_>, o: ProcessOutcomeRecord) -> PyResult<Py<PyAny>> {
-    Ok(Py::new(py, ran(py, o)?)?.into_any())
 }
 
 fn denied_err(d: DenialRecord) -> PyErr {
@@ -744,15 +740,16 @@ async fn open_task(gate: Arc<GateHandle>, inv: InvocationRecord, write: bool) ->
     }
 }
 
-async fn run_task(
+async fn run_approved_task(gate: Arc<GateHandle>, request_id: String) -> Done<SpawnRecord> {
+    gate.run_approved(&request_id).await.into()
+}
+
+async fn resume_spawn_task(
     gate: Arc<GateHandle>,
-    line: String,
-    cwd: Option<String>,
-    tool: Option<String>,
-) -> Done<ProcessOutcomeRecord> {
-    gate.run_approved(&line, cwd.as_deref(), tool.as_deref())
-        .await
-        .into()
+    request_id: String,
+    decision: DecisionRecord,
+) -> Done<SpawnRecord> {
+    gate.resume_spawn(&request_id, &decision).await.into()
 }
 
 #[pymethods]
@@ -894,18 +891,27 @@ impl PyGate {
         )
     }
 
-    /// Run an already-authorized command line (a resumed deferral) under the sandbox,
-    /// blocking (GIL released). Returns a `SpawnResult` with outcome `"ran"`.
-    #[pyo3(signature = (command_line, *, cwd=None, tool=None))]
-    fn run_approved_blocking(
+    /// Run the stored shell command of an already approved request (by id) under the
+    /// snapshot and sandbox it was requested under, blocking (GIL released). Returns a
+    /// `SpawnResult`. An unresolved, denied or spent (`already_used`) request raises
+    /// `ApprovalError`: no command line runs without a decision.
+    fn run_approved_blocking(&self, py: Python<'_>, request_id: &str) -> PyResult<Py<PyAny>> {
+        let fut = run_approved_task(Arc::clone(&self.handle), request_id.to_owned());
+        blocking(py, "Gate.run_approved", fut, spawn_out)
+    }
+
+    /// Decide a deferred shell command with `decision` and, when allowed, run exactly its
+    /// stored action under the snapshot it was requested under (narrowed by this gate's),
+    /// blocking (GIL released). Returns a `SpawnResult`; an `allow_once` runs once.
+    fn resume_spawn_blocking(
         &self,
         py: Python<'_>,
-        command_line: &str,
-        cwd: Option<String>,
-        tool: Option<String>,
+        request_id: &str,
+        decision: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
-        let fut = run_task(Arc::clone(&self.handle), command_line.to_owned(), cwd, tool);
-        blocking(py, "Gate.run_approved", fut, run_out)
+        let decision = decision_of(decision).map_err(InvalidInput::new_err)?;
+        let fut = resume_spawn_task(Arc::clone(&self.handle), request_id.to_owned(), decision);
+        blocking(py, "Gate.resume_spawn", fut, spawn_out)
     }
 
     /// Decide a deferred request (possibly persisted by another process) with `decision` (a

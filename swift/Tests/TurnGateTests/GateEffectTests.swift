@@ -75,12 +75,26 @@ final class GateEffectTests: XCTestCase {
         XCTAssertTrue(text(process.stderr).contains("Permission denied"), text(process.stderr))
         XCTAssertFalse(exists(escaped), "the kernel let the write outside the workspace through")
 
-        // A command run as already approved is confined the same way.
-        let approved = try await gate.runApproved(
-            commandLine: "touch \(escaped); touch \(workspace)/after", cwd: workspace, tool: nil)
+        // A deferred command resumed later, even from a full-access gate, is confined by the
+        // snapshot it was requested under; its allow_once runs once.
+        let script = workspace + "/w.sh"
+        try "touch \(escaped)\necho run >> \(workspace)/after\n".write(toFile: script, atomically: true, encoding: .utf8)
+        let deferred = try await self.gate(approver: "defer_all").spawn("sh ./w.sh", cwd: workspace)
+        guard case let .deferred(request) = deferred else { return XCTFail("expected deferred, got \(deferred)") }
+        let id = try XCTUnwrap(try JSON.parse(request)["id"]?.string)
+        let resumer = try self.gate(mode: "full_access", approver: "deny_all")
+        let resumed = try await resumer.resumeSpawn(requestId: id, decision: .approve(modified: nil, remember: []))
+        guard case let .ran(approved) = resumed else { return XCTFail("expected ran, got \(resumed)") }
         XCTAssertTrue(text(approved.stderr).contains("Permission denied"), text(approved.stderr))
-        XCTAssertFalse(exists(escaped), "runApproved let the write outside the workspace through")
+        XCTAssertFalse(exists(escaped), "the resumed command wrote outside the workspace")
         XCTAssertTrue(exists(workspace + "/after"), "the workspace stays writable")
+        do {
+            _ = try await resumer.runApproved(requestId: id)
+            XCTFail("a spent allow_once ran again")
+        } catch {
+            XCTAssertTrue("\(error)".contains("already_used"), "\(error)")
+        }
+        XCTAssertEqual(try String(contentsOfFile: workspace + "/after", encoding: .utf8), "run\n")
 
         // The control: without a sandbox (full access) the very same command does write there.
         let unconfined = try await self.gate(mode: "full_access", approver: "approve_all")
