@@ -462,16 +462,14 @@ static void test_asks(const Fixture *fx, TgGate *supervised, TgStore *store, Rev
     CHECK(!contains(pending, id), "the resumed request is still pending: %s", show(pending));
     tg_string_free(pending);
 
-    /* The first resolution wins: a later deny does not undo the approval. */
-    if (ok(tg_gate_resume_json(supervised, id, "{\"decision\": \"deny\"}", &out),
-           "tg_gate_resume_json")) {
-      outcome = jstr(out, "outcome");
-      CHECK(same(outcome, "allowed"), "resume deny after approve: expected allowed, got %s", out);
-      printf("  %-22s -> %s (the first resolution wins)\n", "resume deny again", show(outcome));
-      tg_string_free(outcome);
-    }
-    tg_string_free(out);
-    TgStatus st =
+    /* The resume spent the allow_once approval: a second resume is refused (already_used). */
+    TgStatus st = tg_gate_resume_json(supervised, id, "{\"decision\": \"deny\"}", &out);
+    CHECK(st == TG_STATUS_APPROVAL && out == NULL &&
+              contains(tg_last_error_message(), "already_used"),
+          "a second resume of a spent allow_once: expected TG_STATUS_APPROVAL already_used, got %d: %s",
+          (int)st, tg_last_error_message());
+    printf("  %-22s -> status %d: %s\n", "resume again", (int)st, tg_last_error_message());
+    st =
         tg_gate_resume_json(supervised, "apr_unknown", "{\"decision\": \"approve\"}", &out);
     CHECK(st == TG_STATUS_APPROVAL && out == NULL &&
               contains(tg_last_error_message(), "apr_unknown"),

@@ -56,8 +56,9 @@ test('a deferral persisted by one Node process is resumed by another', async () 
     assert.equal(auth.outcome, 'allowed')
     assert.deepEqual(auth.action, { kind: 'file_write', target: path.join(ws, 'report.md'), tool: 'write_file' })
     assert.deepEqual(await store.pendingApprovals(), [])
-    // The first resolution wins: a later resume gets the recorded one back.
-    assert.equal((await gate.resume(request.id, { decision: 'deny' })).outcome, 'allowed')
+    // The resume spent the allow_once approval: a second one (whatever it decides) rejects, so
+    // the write cannot happen twice.
+    await assert.rejects(gate.resume(request.id, { decision: 'deny' }), /already_used/)
   } finally {
     cleanup()
   }

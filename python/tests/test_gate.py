@@ -279,9 +279,10 @@ def test_a_deferral_persisted_by_one_process_is_resumed_by_another(
         "write_file",
     )
     assert store.pending_approvals() == []
-    # First resolution wins: a second resume gets the recorded one back.
-    again = gate.resume(request["id"], "deny")
-    assert again.allowed
+    # The approval was allow_once and the resume spent it: a second resume (whatever it
+    # decides) is refused, so the write cannot happen twice.
+    with pytest.raises(turngate.ApprovalError, match="already_used"):
+        gate.resume(request["id"], "deny")
 
 
 def test_resuming_a_denied_target_is_refused_even_when_approved(
