@@ -246,7 +246,8 @@ pub const SECRET_PATTERNS: &[&str] = &[
 /// The files of layer `builtin-protected`, where a write asks in the restricted modes: git runs
 /// a repository's hooks, and obeys its config (`core.hooksPath`, `core.fsmonitor`, filters),
 /// later and outside any sandbox. The hooks directory itself is listed so it cannot be replaced
-/// wholesale.
+/// wholesale; a submodule's hooks and config live under `.git/modules/<name>/`, and a
+/// worktree's own config (`config.worktree`) can set the same keys.
 pub const PROTECTED_WRITE_PATTERNS: &[&str] = &[
     ".git/hooks",
     ".git/hooks/*",
@@ -254,6 +255,14 @@ pub const PROTECTED_WRITE_PATTERNS: &[&str] = &[
     "*/.git/hooks/*",
     ".git/config",
     "*/.git/config",
+    ".git/modules/*/hooks/*",
+    "*/.git/modules/*/hooks/*",
+    ".git/modules/*/config",
+    "*/.git/modules/*/config",
+    ".git/config.worktree",
+    "*/.git/config.worktree",
+    ".git/worktrees/*/config.worktree",
+    "*/.git/worktrees/*/config.worktree",
 ];
 
 /// A layered policy: plain data in the policy file format. Compile it once with
