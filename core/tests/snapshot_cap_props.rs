@@ -2,7 +2,8 @@
 //! on any field.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use proptest::prelude::*;
 use turngate::protocol::{
@@ -16,6 +17,27 @@ use turngate::snapshot::{ResolveContext, cap_from_parent, intersect, is_within, 
 use turngate::{Action, ActionKind, Effect, PermissionMode, Policy};
 
 const PATHS: [&str; 8] = ["/", "/w", "/w/a", "/w/a/b", "/w_evil", "/p", "/opt", "/x"];
+
+/// Snapshot roots must exist: every path of the tests lives under one temporary directory,
+/// created once (and left for the OS to clean, since statics are never dropped).
+static BASE: LazyLock<PathBuf> = LazyLock::new(|| {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let base = std::fs::canonicalize(dir).unwrap();
+    for p in ["w/a/b", "w_evil", "p", "opt", "x"] {
+        std::fs::create_dir_all(base.join(p)).unwrap();
+    }
+    base
+});
+
+/// `p` (written as if the temporary base were `/`) under the temporary base.
+fn at(p: &str) -> String {
+    let base = BASE.display().to_string();
+    match p.strip_prefix('/') {
+        Some("") => base,
+        Some(rest) => format!("{base}/{rest}"),
+        None => p.to_owned(),
+    }
+}
 const HOSTS: [&str; 5] = [
     "example.com",
     "a.example.com",
@@ -47,7 +69,7 @@ fn mode() -> impl Strategy<Value = PermissionMode> {
 }
 
 fn path() -> impl Strategy<Value = String> {
-    prop::sample::select(PATHS.to_vec()).prop_map(str::to_owned)
+    prop::sample::select(PATHS.to_vec()).prop_map(at)
 }
 
 fn access() -> impl Strategy<Value = FsAccess> {
@@ -71,9 +93,10 @@ fn context() -> impl Strategy<Value = ResolveContext> {
         prop::sample::select(platforms()),
     )
         .prop_map(|(ws, projects, apps, exec, platform)| {
-            let mut c = ResolveContext::new(ws, platform);
-            c.project_roots = projects.into_iter().map(Into::into).collect();
-            c.app_read_roots = apps.into_iter().map(Into::into).collect();
+            let mut c = ResolveContext::new(at(ws), platform);
+            c.project_roots = projects.into_iter().map(|p| at(p).into()).collect();
+            c.app_read_roots = apps.into_iter().map(|p| at(p).into()).collect();
+            c.home = Some(at("/home/me").into());
             c.execution_backend = exec;
             c
         })
@@ -348,7 +371,8 @@ proptest! {
         if cap.filesystem.is_some() {
             prop_assert!(r.sandbox.mode != SandboxMode::Unrestricted);
         }
-        for p in PATHS.iter().chain(["/w/a/b/c", "/opt/z"].iter()) {
+        for p in PATHS.iter().chain(["/w/a/b/c", "/opt/z"].iter()).map(|p| at(p)) {
+            let p = p.as_str();
             for a in [FsAccess::Read, FsAccess::Write] {
                 if grants(&r, Path::new(p), a) {
                     prop_assert!(grants(&child, Path::new(p), a), "{} {:?} broader than child", p, a);

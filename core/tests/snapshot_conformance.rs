@@ -49,6 +49,28 @@ fn subset(expect: &Value, actual: &Value, path: &str) -> Result<(), String> {
     }
 }
 
+/// The vector with `{tmp}` replaced by a fresh temporary directory in every string, and every
+/// path of its `dirs` created there (snapshot roots must exist). The directory lives as long as
+/// the returned guard.
+fn materialize(v: &Value) -> (Value, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(tmp.path()).unwrap();
+    let base = serde_json::to_string(base.to_str().unwrap()).unwrap();
+    let text = serde_json::to_string(v)
+        .unwrap()
+        .replace("{tmp}", &base[1..base.len() - 1]);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    for dir in v
+        .get("dirs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        std::fs::create_dir_all(dir.as_str().expect("dirs are strings")).unwrap();
+    }
+    (v, tmp)
+}
+
 fn selection(v: &Value) -> Option<TurnPermissionProfileSelection> {
     match v.get("selection") {
         None | Some(Value::Null) => None,
@@ -177,7 +199,8 @@ fn snapshot_conformance_vectors() {
                 .as_str()
                 .unwrap_or_else(|| panic!("{}: vector {i} has no `why`", file.display()));
             count += 1;
-            if let Err(e) = run_vector(&suite, v) {
+            let (v, _tmp) = materialize(v);
+            if let Err(e) = run_vector(&suite, &v) {
                 failures.push(format!("{} [{i}] {why}:\n  {e}", file.display()));
             }
         }

@@ -112,6 +112,16 @@ export function subset(expect, actual, where) {
   assert.deepEqual(actual ?? null, expect, `${where}: expected ${JSON.stringify(expect)}, got ${JSON.stringify(actual)}`)
 }
 
+/** The vector with `{tmp}` replaced by a fresh temporary directory in every string, and every
+ * path of its `dirs` created there (a snapshot's roots must exist). Returns the vector and a
+ * function that removes the directory. */
+export function materialize(v) {
+  const dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'turngate-vector-')))
+  const out = JSON.parse(JSON.stringify(v).replaceAll('{tmp}', JSON.stringify(dir).slice(1, -1)))
+  for (const d of out.dirs ?? []) mkdirSync(d, { recursive: true })
+  return { vector: out, cleanup: () => rmSync(dir, { recursive: true, force: true }) }
+}
+
 function capOf(v) {
   if ('cap' in v) return v.cap
   const parent = v.cap_from_parent
@@ -329,7 +339,13 @@ for (const file of files()) {
     doc.vectors.forEach((v, i) => {
       test(`[${i}] ${String(v.why ?? '').slice(0, 70)}`, async () => {
         assert.ok(String(v.why ?? '').trim(), 'vector without a why')
-        await run(v, doc)
+        if (!doc.suite.startsWith('snapshot_')) return await run(v, doc)
+        const { vector, cleanup } = materialize(v)
+        try {
+          await run(vector, doc)
+        } finally {
+          cleanup()
+        }
       })
     })
   })

@@ -9,6 +9,7 @@ know fails the run unless it is listed in ``NOT_RUN_HERE`` with a reason.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -138,6 +139,16 @@ def subset(expect: Any, actual: Any, path: str) -> None:
         and not isinstance(actual, bool)
     )
     assert same and expect == actual, f"{path}: expected {expect!r}, got {actual!r}"
+
+
+def materialize(v: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    """The vector with ``{tmp}`` replaced by the temporary directory ``tmp`` in every string, and
+    every path of its ``dirs`` created there (a snapshot's roots must exist)."""
+    base = json.dumps(os.path.realpath(tmp))[1:-1]
+    out: dict[str, Any] = json.loads(json.dumps(v).replace("{tmp}", base))
+    for d in out.get("dirs", []):
+        Path(d).mkdir(parents=True, exist_ok=True)
+    return out
 
 
 def _cap_of(v: dict[str, Any]) -> Optional[dict[str, Any]]:
@@ -415,8 +426,10 @@ def _cases() -> list[Any]:
 
 
 @pytest.mark.parametrize(("suite", "doc", "vector"), _cases())
-def test_vector(suite: str, doc: dict[str, Any], vector: dict[str, Any]) -> None:
+def test_vector(suite: str, doc: dict[str, Any], vector: dict[str, Any], tmp_path: Path) -> None:
     assert str(vector.get("why", "")).strip(), "vector without a why"
+    if suite.startswith("snapshot_"):
+        vector = materialize(vector, tmp_path)
     if suite in CHECKER_RUNNERS:
         CHECKER_RUNNERS[suite](doc, vector)
     else:

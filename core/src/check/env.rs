@@ -1,7 +1,8 @@
 //! Environment filtering for spawned processes: which inherited variables a child may see.
 //!
-//! It drops secret-like names (`*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*_KEY`, ...), values that
-//! carry credentials (`postgres://u:p@h/db`, `ghp_...`, PEM keys), loader and interpreter
+//! It drops secret-like names (`*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*_KEY`, `*_AUTH*`,
+//! `*WEBHOOK*`, `*_DSN`, `SSHPASS`, ...) but keeps the CA bundle variables (`SSL_CERT_FILE`, ...:
+//! paths to public certificates), values that carry credentials (`postgres://u:p@h/db`, `ghp_...`, PEM keys), loader and interpreter
 //! injection variables (`LD_PRELOAD`, `DYLD_*`, `BASH_ENV`, `BASH_FUNC_*`, `NODE_OPTIONS`,
 //! ...) and anything that is not valid UTF-8. PATH is rebuilt from trusted absolute entries
 //! and PWD is set to the child's cwd. It never reads the process environment itself: the
@@ -188,9 +189,28 @@ pub fn injection_reason(name: &str) -> Option<DropReason> {
     None
 }
 
-/// Whether `name` looks like it holds a secret.
+/// CA bundle variables: they point at public certificates, so they are kept although `CERT`
+/// is a secret-like segment (a client certificate's key is not). Compared case-insensitively.
+/// Their values are still checked for credentials.
+const CA_BUNDLE_NAMES: &[&str] = &[
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "PIP_CERT",
+    "CURL_CA_BUNDLE",
+];
+
+/// Whether `name` looks like it holds a secret (case-insensitive).
+///
+/// `*_AUTH*` is matched as the specification writes it, so `GIT_AUTHOR_NAME` is dropped with
+/// `PROXY_AUTHORIZATION`: no exception for `_AUTHOR` could tell the two apart, and git takes
+/// the author from its config when the variable is gone.
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
+    if CA_BUNDLE_NAMES.contains(&upper.as_str()) {
+        return false;
+    }
     const SUBSTRINGS: &[&str] = &[
         "TOKEN",
         "SECRET",
@@ -210,6 +230,10 @@ pub fn is_secret_name(name: &str) -> bool {
         "DSN",
         "CONNECTION_STRING",
         "CONN_STR",
+        "WEBHOOK",
+        "_AUTH",
+        "AUTHORIZATION",
+        "SSHPASS",
     ];
     if SUBSTRINGS.iter().any(|s| upper.contains(s)) {
         return true;
@@ -435,12 +459,67 @@ mod tests {
             "HOME",
             "LANG",
             "TERM",
-            "GIT_AUTHOR_NAME",
+            "GIT_COMMITTER_NAME",
+            "AUTHOR",
             "KEYBOARD_LAYOUT",
             "CARGO_HOME",
         ] {
             assert_eq!(judge(OsStr::new(n), OsStr::new("/x")), None, "{n}");
         }
+    }
+
+    #[test]
+    fn webhooks_and_credential_names_are_secrets() {
+        for n in [
+            "SSHPASS",
+            "sshpass",
+            "SLACK_WEBHOOK_URL",
+            "slack_webhook_url",
+            "DISCORD_WEBHOOK",
+            "WEBHOOK_URL",
+            "SENTRY_DSN",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "X_AUTH_TOKEN",
+            "PROXY_AUTHORIZATION",
+            "AUTHORIZATION",
+            "REGISTRY_AUTHN",
+            "GIT_AUTHOR_NAME",
+        ] {
+            assert_eq!(
+                judge(OsStr::new(n), OsStr::new("x")),
+                Some(DropReason::SecretName),
+                "{n}"
+            );
+        }
+    }
+
+    #[test]
+    fn ca_bundles_are_kept_but_their_values_are_still_checked() {
+        for n in CA_BUNDLE_NAMES.iter().chain(&["ssl_cert_file"]) {
+            assert_eq!(
+                judge(OsStr::new(n), OsStr::new("/etc/ssl/certs/ca.pem")),
+                None,
+                "{n}"
+            );
+        }
+        for n in ["CLIENT_CERT", "SSL_CERT_KEY", "SSL_CERT_FILE_PASSWORD"] {
+            assert_eq!(
+                judge(OsStr::new(n), OsStr::new("/x")),
+                Some(DropReason::SecretName),
+                "{n}"
+            );
+        }
+        assert_eq!(
+            judge(
+                OsStr::new("REQUESTS_CA_BUNDLE"),
+                OsStr::new("https://u:p@ca.example/bundle.pem")
+            ),
+            Some(DropReason::CredentialValue)
+        );
+        assert_eq!(
+            judge(OsStr::new("SSL_CERT_FILE"), OsStr::new("() { :; }; id")),
+            Some(DropReason::Injection)
+        );
     }
 
     #[cfg(unix)]

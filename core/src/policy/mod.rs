@@ -206,6 +206,8 @@ pub struct TieredOptions {
 pub mod layers {
     /// Secret files denied for read and write.
     pub const BUILTIN_SECRETS: &str = "builtin-secrets";
+    /// Repository files that make code run later, outside any sandbox: writing them asks.
+    pub const BUILTIN_PROTECTED: &str = "builtin-protected";
     /// Execs allowed so that verification works.
     pub const BUILTIN_EXEC: &str = "builtin-exec";
     /// The configured model provider's host.
@@ -214,8 +216,54 @@ pub mod layers {
     pub const CUSTOM: &str = "custom";
 }
 
-/// The secret-file patterns of the built-in tiers.
-pub const SECRET_PATTERNS: [&str; 5] = [".env", "*.pem", "id_rsa", "id_ed25519", "*.key"];
+/// The secret files of layer `builtin-secrets`, denied for read and write by
+/// [`Policy::default`] and the restricted modes.
+///
+/// A path pattern is tested against the workspace-relative (or absolute) path and the basename,
+/// and deny rules compare case-folded, so `.env` also denies `sub/dir/.env` and `.ENV`. A
+/// pattern that names a directory (`.aws/credentials`, `.ssh/*`) is also given with a leading
+/// `*/`, so it holds at any depth and outside the workspace (`/home/u/.ssh/config`).
+pub const SECRET_PATTERNS: &[&str] = &[
+    ".env",
+    ".env.*",
+    ".envrc",
+    "*.pem",
+    "*.key",
+    "id_rsa",
+    "id_ed25519",
+    "id_ecdsa",
+    "*.p12",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    "credentials.json",
+    ".aws/credentials",
+    "*/.aws/credentials",
+    ".ssh/*",
+    "*/.ssh/*",
+];
+
+/// The files of layer `builtin-protected`, where a write asks in the restricted modes: git runs
+/// a repository's hooks, and obeys its config (`core.hooksPath`, `core.fsmonitor`, filters),
+/// later and outside any sandbox. The hooks directory itself is listed so it cannot be replaced
+/// wholesale; a submodule's hooks and config live under `.git/modules/<name>/`, and a
+/// worktree's own config (`config.worktree`) can set the same keys.
+pub const PROTECTED_WRITE_PATTERNS: &[&str] = &[
+    ".git/hooks",
+    ".git/hooks/*",
+    "*/.git/hooks",
+    "*/.git/hooks/*",
+    ".git/config",
+    "*/.git/config",
+    ".git/modules/*/hooks/*",
+    "*/.git/modules/*/hooks/*",
+    ".git/modules/*/config",
+    "*/.git/modules/*/config",
+    ".git/config.worktree",
+    "*/.git/config.worktree",
+    ".git/worktrees/*/config.worktree",
+    "*/.git/worktrees/*/config.worktree",
+];
 
 /// A layered policy: plain data in the policy file format. Compile it once with
 /// [`Policy::compile`] and evaluate the [`CompiledPolicy`].
@@ -262,10 +310,7 @@ impl Policy {
         p.defaults.set(ActionKind::FileWrite, Effect::Ask);
         p.defaults.set(ActionKind::ShellCommand, Effect::Ask);
         p.defaults.set(ActionKind::Network, Effect::Deny);
-        p = p.layer(layers::BUILTIN_SECRETS);
-        for pattern in SECRET_PATTERNS {
-            p = p.deny_read(pattern).deny_write(pattern);
-        }
+        p = p.with_builtin_secrets();
         p = p.layer(layers::BUILTIN_EXEC).allow_exec("rustc");
         if let Some(test_binary) = &options.test_binary {
             p = p.allow_exec(test_binary);
@@ -274,6 +319,24 @@ impl Policy {
             p = p.layer(layers::PROVIDER).allow_net(host);
         }
         p
+    }
+
+    /// Add layer `builtin-secrets`: read and write of every [`SECRET_PATTERNS`] file denied.
+    pub fn with_builtin_secrets(self) -> Self {
+        SECRET_PATTERNS
+            .iter()
+            .fold(self.layer(layers::BUILTIN_SECRETS), |p, pattern| {
+                p.deny_read(*pattern).deny_write(*pattern)
+            })
+    }
+
+    /// Add layer `builtin-protected`: a write to any [`PROTECTED_WRITE_PATTERNS`] file asks.
+    pub fn with_builtin_protected(self) -> Self {
+        PROTECTED_WRITE_PATTERNS
+            .iter()
+            .fold(self.layer(layers::BUILTIN_PROTECTED), |p, pattern| {
+                p.ask_write(*pattern)
+            })
     }
 
     /// Enforces nothing: every kind allowed, no rules. Only for callers that pass no policy.

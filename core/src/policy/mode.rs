@@ -81,17 +81,25 @@ impl PermissionMode {
         }
     }
 
-    /// The compiled policy: defaults only, every kind set explicitly, no rules.
+    /// The compiled policy: every kind's default set explicitly. The restricted modes add
+    /// layer `builtin-secrets` (secret files denied for read and write) and layer
+    /// `builtin-protected` (writing git hooks and config asks); `full_access` has no rules.
     pub fn policy(self) -> Policy {
         let mut defaults = Defaults::all(Effect::Ask);
         for kind in self.allowed_kinds() {
             defaults.set(*kind, Effect::Allow);
         }
-        Policy {
+        let policy = Policy {
             name: Some(format!("mode:{}", self.as_str())),
             defaults,
             layers: Vec::new(),
             caps: Vec::new(),
+        };
+        match self {
+            PermissionMode::FullAccess => policy,
+            PermissionMode::AutoAcceptEdits | PermissionMode::Supervised => {
+                policy.with_builtin_secrets().with_builtin_protected()
+            }
         }
     }
 }

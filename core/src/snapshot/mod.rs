@@ -3,9 +3,12 @@
 //! (may a native shell run under it, what does the model need to be told, how does it map onto
 //! a CLI runtime).
 //!
-//! [`resolve`] is a pure function of its inputs: it never probes the platform (the caller
-//! passes [`PlatformCapabilities`], see `probe`), never touches the file system and never
-//! enforces anything. Enforcement belongs to the checkers and the sandbox.
+//! [`resolve`] is a function of its inputs: it never probes the platform (the caller passes
+//! [`PlatformCapabilities`], see `probe`) and never enforces anything. Enforcement belongs to
+//! the checkers and the sandbox. It looks at the file system only to refuse roots that are not
+//! existing directories and, in the restricted modes, roots that are `/`, the user's home or an
+//! ancestor of it (followed through symlinks); it reads `HOME` only when the context names no
+//! home.
 
 mod cap;
 mod enforcement;
@@ -14,7 +17,7 @@ mod prompt;
 mod runtime;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -65,6 +68,18 @@ pub struct ResolveContext {
     pub provider_id: Option<String>,
     /// The probed platform (`probe::probe_platform()`, or an injected value).
     pub platform: PlatformCapabilities,
+    /// The user's home directory, for the home-workspace check. Absent: the process's `HOME`
+    /// (`USERPROFILE` on Windows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home: Option<PathBuf>,
+    /// Accept a restricted-mode workspace or project root that is `/`, the user's home or an
+    /// ancestor of it. Off by default: a workspace is a project, not a home.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_home_workspace: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl ResolveContext {
@@ -78,6 +93,8 @@ impl ResolveContext {
             execution_backend: ExecutionBackend::Native,
             provider_id: None,
             platform,
+            home: None,
+            allow_home_workspace: false,
         }
     }
 }
@@ -104,6 +121,21 @@ pub enum SnapshotError {
         /// The resolved cwd.
         cwd: String,
         /// The mode.
+        mode: PermissionMode,
+    },
+    /// A restricted mode refuses a workspace or project root that is `/`, the user's home or an
+    /// ancestor of it, unless the context sets `allow_home_workspace`.
+    #[error(
+        "{what}: `{path}` is {relation}; a {mode} workspace must be a project directory, not a home: open a project directory instead, or set `allow_home_workspace` in the context to accept it"
+    )]
+    HomeAsWorkspace {
+        /// The input field (`context.workspace_root`, `context.project_roots[0]`).
+        what: String,
+        /// The path as given.
+        path: String,
+        /// What the path is: the file-system root, the home directory, or an ancestor of it.
+        relation: String,
+        /// The (capped) mode that refused it.
         mode: PermissionMode,
     },
     /// The selection named a source only the resolver may set.
@@ -162,6 +194,38 @@ pub fn resolve(
             root,
             &format!("context.app_read_roots[{i}]"),
         )?);
+    }
+    // The mode the turn will run in, a cap included: a restricted child of a full-access parent
+    // must not run on a home either.
+    let final_mode = parent_cap
+        .and_then(|c| c.profile.as_ref())
+        .map_or(mode, |p| mode.stricter(p.mode));
+    let mut checked: Vec<(&Path, &Path, String)> = vec![(
+        &context.workspace_root,
+        &workspace,
+        "context.workspace_root".to_owned(),
+    )];
+    for (i, (given, root)) in context.project_roots.iter().zip(&projects).enumerate() {
+        checked.push((given, root, format!("context.project_roots[{i}]")));
+    }
+    if final_mode != PermissionMode::FullAccess && !context.allow_home_workspace {
+        let home = match &context.home {
+            Some(home) => Some(paths::normalize_root(home, "context.home")?),
+            None => paths::process_home(),
+        };
+        for (given, root, what) in &checked {
+            if let Some(relation) = paths::home_relation(root, home.as_deref()) {
+                return Err(SnapshotError::HomeAsWorkspace {
+                    what: what.clone(),
+                    path: given.display().to_string(),
+                    relation: relation.to_string(),
+                    mode: final_mode,
+                });
+            }
+        }
+    }
+    for (given, root, what) in &checked {
+        paths::ensure_directory(given, root, what)?;
     }
     let cwd = match &context.cwd {
         None => workspace.clone(),

@@ -46,12 +46,39 @@ fn rules_of(policy: &Policy, out: &mut Vec<Rule>) {
     }
 }
 
-fn describe(rule: &Rule) -> String {
-    let mut s = format!("{} matching `{}`", kind_label(rule.kind), rule.pattern);
-    if let Some(tool) = &rule.tool {
-        let _ = write!(s, " from tools matching `{tool}`");
+/// One line per run of rules that share their kinds and tool filter: `file reads and file
+/// writes matching `.env`, `*.pem``, so a built-in layer reads as one sentence, not one line
+/// per rule and kind.
+fn describe(rules: &[&Rule]) -> Vec<String> {
+    // Per pattern and tool, the kinds it governs, in first-seen order.
+    let mut per_pattern: Vec<(&str, Option<&str>, Vec<ActionKind>)> = Vec::new();
+    for rule in rules {
+        let key = (rule.pattern.as_str(), rule.tool.as_deref());
+        match per_pattern.iter_mut().find(|(p, t, _)| (*p, *t) == key) {
+            Some((_, _, kinds)) if !kinds.contains(&rule.kind) => kinds.push(rule.kind),
+            Some(_) => {}
+            None => per_pattern.push((key.0, key.1, vec![rule.kind])),
+        }
     }
-    s
+    let mut lines: Vec<(Vec<ActionKind>, Option<&str>, Vec<&str>)> = Vec::new();
+    for (pattern, tool, kinds) in per_pattern {
+        match lines.last_mut() {
+            Some((k, t, patterns)) if *k == kinds && *t == tool => patterns.push(pattern),
+            _ => lines.push((kinds, tool, vec![pattern])),
+        }
+    }
+    lines
+        .into_iter()
+        .map(|(kinds, tool, patterns)| {
+            let kinds: Vec<&str> = kinds.into_iter().map(kind_label).collect();
+            let patterns: Vec<String> = patterns.iter().map(|p| format!("`{p}`")).collect();
+            let mut s = format!("{} matching {}", kinds.join(" and "), patterns.join(", "));
+            if let Some(tool) = tool {
+                let _ = write!(s, " from tools matching `{tool}`");
+            }
+            s
+        })
+        .collect()
 }
 
 /// The "Current Permissions" text for `profile`, or `None` for the default unconstrained
@@ -90,14 +117,14 @@ pub fn render_permissions_section(profile: &TurnPermissionProfileSnapshot) -> Op
         (Effect::Ask, "Need approval"),
         (Effect::Allow, "Allowed without approval"),
     ] {
-        let matching: Vec<String> = rules
+        let matching: Vec<&Rule> = rules
             .iter()
             .filter(|r| {
                 r.effect == effect
                     && !(effect == Effect::Allow && effect_of(r.kind) == Effect::Allow)
             })
-            .map(describe)
             .collect();
+        let matching = describe(&matching);
         if !matching.is_empty() {
             let _ = writeln!(s, "{title}:");
             for m in matching {

@@ -38,6 +38,24 @@ func require(_ cond: Bool, _ message: @autoclosure () -> String) throws {
     if !cond { throw VectorFailure(message()) }
 }
 
+/// The vector with `{tmp}` replaced by a fresh temporary directory in every string, and every
+/// path of its `dirs` created there (a snapshot's roots must exist). Returns the vector and the
+/// directory to remove.
+func materialize(_ v: JSON) throws -> (JSON, URL) {
+    let fm = FileManager.default
+    let dir = fm.temporaryDirectory.appendingPathComponent("turngate-vector-\(UUID().uuidString)")
+    try fm.createDirectory(at: dir, withIntermediateDirectories: true)
+    let base = dir.resolvingSymlinksInPath().path
+    let quoted = JSON.quote(base)
+    let text = v.text.replacingOccurrences(of: "{tmp}", with: String(quoted.dropFirst().dropLast()))
+    let out = try JSON.parse(text)
+    for d in out["dirs"]?.array ?? [] {
+        guard let path = d.string else { throw VectorFailure("dirs: not a string: \(d.text)") }
+        try fm.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    return (out, dir)
+}
+
 final class ConformanceTests: XCTestCase {
     /// Runs every vector of every file of `suite`; returns how many ran.
     @discardableResult
@@ -49,7 +67,13 @@ final class ConformanceTests: XCTestCase {
             for (i, v) in (file.doc["vectors"]?.array ?? []).enumerated() {
                 count += 1
                 do {
-                    try body(v)
+                    if file.suite.hasPrefix("snapshot_") {
+                        let (vector, dir) = try materialize(v)
+                        defer { try? FileManager.default.removeItem(at: dir) }
+                        try body(vector)
+                    } else {
+                        try body(v)
+                    }
                 } catch {
                     XCTFail("\(file.name)[\(i)] \(v["why"]?.string ?? ""): \(error)")
                 }
