@@ -27,10 +27,10 @@ use crate::error::js_error;
 
 /// A threadsafe function handle, to be called and released from the runtime's threads (which
 /// Node-API allows from any thread).
-struct Tsfn(sys::napi_threadsafe_function);
+pub(crate) struct Tsfn(pub(crate) sys::napi_threadsafe_function);
 
 // SAFETY: Node-API's threadsafe functions exist to be called and released from any thread; the
-// handle is only used under `Slot`'s mutex, and never after the cleanup hook abandoned it.
+// handle is only used under its owner's mutex, and never after a cleanup hook abandoned it.
 unsafe impl Send for Tsfn {}
 
 /// What the runtime thread and the environment's cleanup hook share for one Promise.
@@ -45,7 +45,7 @@ struct Slot {
 
 type Shared = Arc<Mutex<Slot>>;
 
-fn lock(shared: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
+pub(crate) fn lock<S>(shared: &Mutex<S>) -> MutexGuard<'_, S> {
     // Nothing panics while the lock is held; a poisoned lock still guards a consistent slot.
     shared.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -80,7 +80,7 @@ impl<T, V, C> Pending<T, V, C> {
     }
 }
 
-fn failed(status: sys::napi_status, what: &str) -> napi::Result<()> {
+pub(crate) fn failed(status: sys::napi_status, what: &str) -> napi::Result<()> {
     if status == sys::Status::napi_ok {
         Ok(())
     } else {
