@@ -187,6 +187,8 @@ def test_a_target_name_that_is_not_a_parameter_is_refused_at_decoration(
         @gate.guard(kind="file_write", target="kw")
         def f(**kw: Any) -> None: ...
 
+    with pytest.raises(TypeError, match="'path' is None"):
+        _writer(gate, [], target="path")(None)
     with pytest.raises(TypeError, match="target must be"):
         gate.guard(kind="file_write", target=3)  # type: ignore[arg-type]
 

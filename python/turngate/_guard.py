@@ -135,7 +135,10 @@ class Gate(_Gate):
 
             def requested(bound: inspect.BoundArguments) -> str:
                 if extract is None:
-                    return _text(bound.arguments[cast(str, param)])
+                    value = bound.arguments[cast(str, param)]
+                    if value is None:
+                        raise TypeError(f"{fn.__name__}: the target argument {param!r} is None")
+                    return _text(value)
                 return _text(extract(**bound.arguments))
 
             def refuse(auth: Union[Authorization, _Refused]) -> Any:
