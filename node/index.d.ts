@@ -130,25 +130,44 @@ export declare class PermissionDeniedError extends TurnGateError {
   readonly outcome: 'denied' | 'deferred'
 }
 
+/** Where `Gate.guard` takes each call's target from, and where the allowed target goes. */
+export type GuardTarget<A extends unknown[]> =
+  | {
+      /** The argument holding the target: an index, or a property of the first argument (an
+       * object, passed on as a shallow copy). `fn` runs with it replaced by what the gate
+       * allowed: for a file kind the resolved absolute path that was checked, and for a
+       * reviewer's modified action, its target. */
+      arg: number | (A[0] extends object ? keyof A[0] & string : never)
+      target?: never
+    }
+  | {
+      /** The target: a fixed string, or computed from the call's arguments. The wrapper cannot
+       * pass `fn` another target, so `fn` runs only when this is exactly the allowed one (for a
+       * file kind: an absolute path with no symlink, `.` or `..` left); otherwise the call is
+       * refused, naming the target the gate would allow. */
+      target: string | ((...args: A) => string)
+      arg?: never
+    }
+
 /** How `Gate.guard` authorizes each call of the function it wraps. */
-export interface GuardOptions<A extends unknown[]> {
+export type GuardOptions<A extends unknown[]> = GuardTarget<A> & {
   /** The action kind of every call. */
   kind: ActionKind
-  /** The target: a fixed string, or computed from the call's arguments. */
-  target: string | ((...args: A) => string)
   /** The tool name in rules and audit rows (default: the function's name). */
   tool?: string
-  /** On a refusal: return the denial's `toolResult` (default), or reject with a
+  /** On a refusal: return the refusal's `toolResult` (default), or reject with a
    * `PermissionDeniedError`. */
   onDeny?: 'return' | 'throw'
 }
 
 export interface Gate {
   /**
-   * `fn` wrapped so that every call is authorized first. Allowed: `fn` runs with its own
-   * arguments and its result is returned. Refused (denied or deferred): `fn` does not run; the
-   * wrapper returns the denial's `toolResult`, or with `onDeny: 'throw'` rejects with a
-   * `PermissionDeniedError`.
+   * `fn` wrapped so that every call is authorized first, and runs what was decided or nothing.
+   * Allowed: `fn` runs (with the allowed target in place of `arg`) and its result is returned.
+   * A reviewer's modified action of another kind, or one the policy denies, never runs.
+   * Refused (denied, deferred, or an allow the wrapper cannot carry out as decided): `fn` does
+   * not run; the wrapper returns the refusal's `toolResult`, or with `onDeny: 'throw'` rejects
+   * with a `PermissionDeniedError`.
    */
   guard<A extends unknown[], R>(options: GuardOptions<A> & { onDeny: 'throw' }, fn: (...args: A) => R | Promise<R>): (...args: A) => Promise<R>
   guard<A extends unknown[], R>(options: GuardOptions<A>, fn: (...args: A) => R | Promise<R>): (...args: A) => Promise<R | string>

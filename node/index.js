@@ -3,6 +3,8 @@
 // error classes it throws. Every rule lives in the Rust core; this file only defines the
 // classes, registers their factory with the addon, and re-exports.
 
+const path = require('node:path')
+
 const native = require('./native.js')
 
 /** Base class of every turngate error; `code` names the facade's error variant. */
@@ -148,34 +150,121 @@ delete native.Policy.prototype.checkBatchFlat
  * `reason`, `toolResult`, `kind`, `target` and `outcome` (`denied` or `deferred`) are set. */
 class PermissionDeniedError extends TurnGateError {}
 
-/** `gate.guard({ kind, target, tool?, onDeny? }, fn)`: `fn` wrapped so that every call is
- * authorized first (the same `authorize` as always; this only calls it). `target` is a string or
- * a function of the call's arguments; `tool` defaults to `fn.name`. Allowed: `fn` runs with its
- * own arguments and `this`, and its result is returned. Refused (denied, or deferred): `fn` does
- * not run, and the wrapper returns the denial's `toolResult` (the text a model can adapt to), or
- * with `onDeny: 'throw'` rejects with a `PermissionDeniedError`. */
+const FILE_KINDS = new Set(['file_read', 'file_write'])
+
+/** The same shape as the core's denial text, so a model reads every refusal alike. */
+function refusalText(kind, target, reason) {
+  return `Permission denied by turngate: ${kind} \`${target}\`: ${reason}. Continue with an allowed alternative.`
+}
+
+/** `gate.guard({ kind, arg | target, tool?, onDeny? }, fn)`: `fn` wrapped so that every call is
+ * authorized first, and runs the action that was decided or nothing.
+ *
+ * `arg` says where the target is and where the allowed one goes: a number is the index of a
+ * positional argument, a string a property of the first argument (an object such as
+ * `{ path, content }`, passed on as a shallow copy). `fn` then runs with that argument replaced
+ * by what the gate allowed: for `file_read`/`file_write` the resolved absolute path that was
+ * checked (a relative path resolves against the snapshot's `sandbox.cwd`, never
+ * `process.cwd()`), and for a reviewer's modified action, its target.
+ *
+ * `target` instead (a fixed string, or a function of the call's arguments) cannot hand `fn`
+ * anything: `fn` runs with its own arguments only when the allowed action is exactly the one
+ * `target` gave (for a file kind: an absolute path with no symlink, `..` or `.` left), and
+ * otherwise the call is refused, naming the path the gate would allow.
+ *
+ * A modified action of another kind, or one the policy denies, never runs. Refused (denied,
+ * deferred, or an allow the wrapper cannot carry out as decided): `fn` does not run, and the
+ * wrapper returns the refusal's `toolResult` (the text a model can adapt to), or with
+ * `onDeny: 'throw'` rejects with a `PermissionDeniedError`. `tool` defaults to `fn.name`. */
 function guard(options, fn) {
   const invalid = (message) => new InvalidInputError(`guard: ${message}`, 'Invalid')
-  if (options === null || typeof options !== 'object') throw invalid('options must be an object { kind, target, tool?, onDeny? }')
-  const { kind, target, tool, onDeny = 'return' } = options
+  if (options === null || typeof options !== 'object') throw invalid('options must be an object { kind, arg | target, tool?, onDeny? }')
+  const { kind, target, arg, tool, onDeny = 'return' } = options
   if (typeof kind !== 'string') throw invalid(`options.kind must be an action kind name, not ${JSON.stringify(kind)}`)
-  if (typeof target !== 'string' && typeof target !== 'function') throw invalid('options.target must be a string or a function of the call\'s arguments')
+  if (arg !== undefined && target !== undefined) throw invalid('give options.arg or options.target, not both')
+  if (arg !== undefined) {
+    const index = typeof arg === 'number' && Number.isInteger(arg) && arg >= 0
+    if (!index && (typeof arg !== 'string' || arg === '')) throw invalid(`options.arg must be an argument index or a property name of the first argument, not ${JSON.stringify(arg)}`)
+  } else if (typeof target !== 'string' && typeof target !== 'function') {
+    throw invalid('options.target must be a string or a function of the call\'s arguments (or give options.arg)')
+  }
   if (tool != null && typeof tool !== 'string') throw invalid('options.tool must be a string')
   if (onDeny !== 'return' && onDeny !== 'throw') throw invalid(`options.onDeny must be 'return' or 'throw', not ${JSON.stringify(onDeny)}`)
   if (typeof fn !== 'function') throw invalid('the second argument must be the function to guard')
   const gate = this
   const name = tool ?? (fn.name || undefined)
-  const guarded = async function (...args) {
-    const value = typeof target === 'function' ? target(...args) : target
-    const resolved = String(value)
-    const auth = await gate.authorize(name === undefined ? { kind, target: resolved } : { kind, target: resolved, tool: name })
-    if (auth.outcome === 'allowed') return await fn.apply(this, args)
-    // The core words the refusal (a denial's or a deferral's) for the model.
-    const text = auth.toolResult
-    if (onDeny === 'throw') {
-      throw new PermissionDeniedError(text, 'PermissionDenied', { reason: auth.reason, toolResult: text, kind, target: resolved, outcome: auth.outcome })
+  const label = name ?? 'the guarded function'
+  const inv = (k, t) => (name === undefined ? { kind: k, target: t } : { kind: k, target: t, tool: name })
+
+  const requested = (args) => {
+    if (arg === undefined) return typeof target === 'function' ? target(...args) : target
+    const first = args[0]
+    if (typeof arg === 'string' && (first === null || typeof first !== 'object')) {
+      throw invalid(`options.arg '${arg}': the first argument must be an object with a '${arg}' property`)
     }
-    return text
+    const value = typeof arg === 'number' ? args[arg] : first[arg]
+    if (value == null) throw invalid(`options.arg ${JSON.stringify(arg)}: the call has no such argument`)
+    return value
+  }
+  const substituted = (args, allowed) => {
+    const out = args.slice()
+    if (typeof arg === 'number') {
+      out[arg] = allowed
+    } else {
+      const first = args[0]
+      out[0] = Object.assign(Object.create(Object.getPrototypeOf(first)), first, { [arg]: allowed })
+    }
+    return out
+  }
+
+  // The arguments that carry the allowed action, or a refusal `{ kind, target, reason }`.
+  const decided = (args, value, action) => {
+    if (action == null || action.kind !== kind) {
+      const k = action?.kind ?? 'unknown'
+      return { refused: { kind: k, target: action?.target ?? value, reason: `the approved action is a ${k}, and ${label} performs only ${kind}; ${label} did not run` } }
+    }
+    let allowed
+    let changed
+    if (FILE_KINDS.has(kind)) {
+      // The allowed target in its checked form: the core's canonical path (a reviewer's
+      // modified path may be relative, or name a symlink).
+      const recheck = gate.evaluate(inv(kind, action.target))
+      if (recheck.verdict.effect === 'deny' || !path.isAbsolute(recheck.target)) {
+        return { refused: { kind, target: action.target, reason: `the approved target is refused on re-check (${recheck.verdict.reason}); ${label} did not run` } }
+      }
+      allowed = recheck.target
+      if (path.isAbsolute(action.target) && allowed !== path.normalize(action.target)) {
+        // The path approved no longer resolves to itself: a symlink was put in its way after
+        // the check.
+        return { refused: { kind, target: action.target, reason: `the approved path now resolves to \`${allowed}\`; ${label} did not run` } }
+      }
+      changed = value !== allowed
+    } else {
+      allowed = action.target
+      changed = allowed !== gate.evaluate(inv(kind, value)).target
+    }
+    if (!changed) return { args }
+    if (arg !== undefined) return { args: substituted(args, allowed) }
+    return { refused: { kind, target: value, reason: `the gate allows \`${allowed}\`, which ${label}'s guard cannot pass to it (it has options.target, not options.arg); call it again with \`${allowed}\`` } }
+  }
+
+  const guarded = async function (...args) {
+    const raw = requested(args)
+    const value = String(raw)
+    const auth = await gate.authorize(inv(kind, value))
+    let refusal
+    if (auth.outcome === 'allowed') {
+      const call = decided(args, value, auth.action)
+      if (call.args) return await fn.apply(this, call.args)
+      const r = call.refused
+      const text = refusalText(r.kind, r.target, r.reason)
+      refusal = { reason: r.reason, toolResult: text, kind: r.kind, target: r.target, outcome: 'denied' }
+    } else {
+      // The core words the refusal (a denial's or a deferral's) for the model.
+      refusal = { reason: auth.reason, toolResult: auth.toolResult, kind, target: value, outcome: auth.outcome }
+    }
+    if (onDeny === 'throw') throw new PermissionDeniedError(refusal.toolResult, 'PermissionDenied', refusal)
+    return refusal.toolResult
   }
   Object.defineProperty(guarded, 'name', { value: fn.name ? `guarded ${fn.name}` : 'guarded' })
   return guarded

@@ -5,19 +5,23 @@
 //! and blocks nothing: the gate awaits it on the runtime, never on the JavaScript thread.
 //! Whatever the approver answers, the core re-checks it against the policy.
 
-use std::sync::Arc;
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr;
+use std::sync::{Arc, Mutex};
 
-use napi::bindgen_prelude::{Function, Promise, Unknown};
-use napi::threadsafe_function::ThreadsafeFunction;
-use napi::{Env, Status};
+use napi::bindgen_prelude::{FromNapiValue, Function, JsValue, Promise, ToNapiValue, Unknown};
+use napi::{Env, Status, sys};
 use napi_derive::napi;
 use serde_json::Value;
+use tokio::sync::oneshot;
 use turngate_ffi::approver::{DecisionRecord, ForeignApprover, ForeignDecisionFuture, rule_record};
 use turngate_ffi::{ActionRecord, ApproverHandle, TurnGateError};
 
 use crate::broker::Broker;
 use crate::error::OrThrow;
 use crate::policy::{Action, Rule};
+use crate::settle::{Tsfn, failed, lock};
 
 /// An approver's answer: `approve` (optionally a `modified` action and rules to `remember`,
 /// both re-checked), `deny` with a `reason`, or `defer` (persist the request and pause).
@@ -54,21 +58,199 @@ impl Decision {
     }
 }
 
-/// The JavaScript approver: called with the ask, answers a Promise of a [`Decision`]. Weak: it
-/// does not keep the process alive by itself.
-type JsApproverFn = ThreadsafeFunction<Value, Promise<Decision>, Value, Status, false, true>;
+/// The JavaScript approver: the wrapped function behind a weak threadsafe function of its own
+/// (it does not keep the process alive by itself). napi-rs's `ThreadsafeFunction` is not used:
+/// when a worker is terminated during an approver call, its callback asserts on a status that
+/// termination makes fail, and the process aborts. Here a failed call is an error for this ask
+/// only, and the environment's cleanup hook abandons the function before Node frees it.
+struct JsApprover {
+    shared: Arc<Mutex<ApproverSlot>>,
+}
 
-struct JsApprover(Arc<JsApproverFn>);
+struct ApproverSlot {
+    /// The way to the JavaScript thread, until the approver is dropped or its environment ends.
+    tsfn: Option<Tsfn>,
+}
+
+/// One ask on its way to the JavaScript thread, and where its answer goes.
+struct ApproverCall {
+    ask: Value,
+    reply: oneshot::Sender<Result<Promise<Decision>, String>>,
+}
+
+const GONE: &str = "the approver's JavaScript environment is gone";
+
+impl JsApprover {
+    /// On the JavaScript thread of `env`: a threadsafe function over `wrapped`.
+    fn new(env: &Env, wrapped: &Function<'static, Value, Promise<Decision>>) -> napi::Result<Self> {
+        let raw_env = env.raw();
+        let mut name = ptr::null_mut();
+        let mut tsfn = ptr::null_mut();
+        // SAFETY: `raw_env` is the live environment of this call, on its JavaScript thread;
+        // `wrapped` is a function value of it.
+        unsafe {
+            failed(
+                sys::napi_create_string_utf8(raw_env, c"turngate approver".as_ptr(), 17, &mut name),
+                "name the approver's resource",
+            )?;
+            failed(
+                sys::napi_create_threadsafe_function(
+                    raw_env,
+                    wrapped.raw(),
+                    ptr::null_mut(),
+                    name,
+                    0,
+                    1,
+                    ptr::null_mut(),
+                    None,
+                    ptr::null_mut(),
+                    Some(call_approver),
+                    &mut tsfn,
+                ),
+                "create the approver's threadsafe function",
+            )?;
+        }
+        let shared = Arc::new(Mutex::new(ApproverSlot {
+            tsfn: Some(Tsfn(tsfn)),
+        }));
+        let hook_arg = Arc::into_raw(Arc::clone(&shared));
+        // SAFETY: as above. Weak: the function does not hold the event loop open. The hook is
+        // registered after the function, so Node runs it before the function's own teardown;
+        // it keeps one strong reference to the slot until it runs.
+        let status = unsafe {
+            sys::napi_unref_threadsafe_function(raw_env, tsfn);
+            sys::napi_add_env_cleanup_hook(
+                raw_env,
+                Some(approver_teardown),
+                hook_arg.cast_mut().cast(),
+            )
+        };
+        if let Err(e) = failed(status, "watch the environment's teardown") {
+            // SAFETY: the hook was not registered: its reference is ours to drop. Dropping the
+            // approver releases the function.
+            unsafe { drop(Arc::from_raw(hook_arg)) };
+            return Err(e);
+        }
+        Ok(JsApprover { shared })
+    }
+}
+
+impl Drop for JsApprover {
+    fn drop(&mut self) {
+        if let Some(tsfn) = lock(&self.shared).tsfn.take() {
+            // SAFETY: still valid (the cleanup hook did not take it); released from any thread.
+            unsafe {
+                sys::napi_release_threadsafe_function(
+                    tsfn.0,
+                    sys::ThreadsafeFunctionReleaseMode::release,
+                );
+            }
+        }
+    }
+}
 
 impl ForeignApprover for JsApprover {
-    fn decide(&self, request: Value) -> ForeignDecisionFuture {
-        let f = Arc::clone(&self.0);
+    fn decide(&self, ask: Value) -> ForeignDecisionFuture {
+        let (reply, answer) = oneshot::channel();
+        let queued = {
+            let slot = lock(&self.shared);
+            match &slot.tsfn {
+                Some(tsfn) => {
+                    let data = Box::into_raw(Box::new(ApproverCall { ask, reply }));
+                    // SAFETY: the function is valid while the lock is held (the cleanup hook
+                    // takes it under the same lock); a refused call leaves `data` with us.
+                    unsafe {
+                        let status = sys::napi_call_threadsafe_function(
+                            tsfn.0,
+                            data.cast(),
+                            sys::ThreadsafeFunctionCallMode::nonblocking,
+                        );
+                        if status != sys::Status::napi_ok {
+                            drop(Box::from_raw(data));
+                        }
+                        status == sys::Status::napi_ok
+                    }
+                }
+                None => false,
+            }
+        };
         Box::pin(async move {
-            let answer = f.call_async(request).await.map_err(|e| e.reason.clone())?;
-            let decision = answer.await.map_err(|e| e.reason.clone())?;
+            if !queued {
+                return Err(GONE.to_owned());
+            }
+            let promise = answer.await.map_err(|_| GONE.to_owned())??;
+            let decision = promise.await.map_err(|e| e.reason.clone())?;
             decision.to_record().map_err(|e| e.message().to_owned())
         })
     }
+}
+
+/// On the JavaScript thread: call the approver with the ask and hand back the Promise it
+/// returns. A null `env` (the environment is being torn down) or a failed call (a terminated
+/// worker) drops the ask, which fails it; no panic crosses into Node.
+unsafe extern "C" fn call_approver(
+    env: sys::napi_env,
+    js_callback: sys::napi_value,
+    _context: *mut c_void,
+    data: *mut c_void,
+) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        if data.is_null() {
+            return;
+        }
+        // SAFETY: `data` is the `Box` that `decide` queued, handed over exactly once.
+        let call = unsafe { *Box::from_raw(data.cast::<ApproverCall>()) };
+        if env.is_null() || js_callback.is_null() {
+            return;
+        }
+        // SAFETY: `env` is live on this thread and `js_callback` is the approver function.
+        let answer = unsafe { invoke(env, js_callback, call.ask) };
+        let _ = call.reply.send(answer);
+    }));
+}
+
+/// # Safety
+/// On the JavaScript thread of the live `env`, with `js_callback` a function of it.
+unsafe fn invoke(
+    env: sys::napi_env,
+    js_callback: sys::napi_value,
+    ask: Value,
+) -> Result<Promise<Decision>, String> {
+    // SAFETY: per this function's contract.
+    unsafe {
+        let arg = Value::to_napi_value(env, ask).map_err(|e| e.reason.clone())?;
+        let mut this = ptr::null_mut();
+        sys::napi_get_undefined(env, &mut this);
+        let mut returned = ptr::null_mut();
+        let status = sys::napi_call_function(env, this, js_callback, 1, &arg, &mut returned);
+        if status != sys::Status::napi_ok {
+            // A terminated worker: clear what can be cleared and fail this ask.
+            let mut exception = ptr::null_mut();
+            sys::napi_get_and_clear_last_exception(env, &mut exception);
+            return Err(format!(
+                "the approver could not be called ({})",
+                Status::from(status)
+            ));
+        }
+        Promise::<Decision>::from_napi_value(env, returned).map_err(|e| e.reason.clone())
+    }
+}
+
+/// The environment is being torn down: abandon the approver's function while it is valid.
+unsafe extern "C" fn approver_teardown(arg: *mut c_void) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `arg` is the hook's own strong reference, and Node runs a hook once.
+        let shared = unsafe { Arc::from_raw(arg.cast_const().cast::<Mutex<ApproverSlot>>()) };
+        if let Some(tsfn) = lock(&shared).tsfn.take() {
+            // SAFETY: still valid: its own teardown runs after this hook.
+            unsafe {
+                sys::napi_release_threadsafe_function(
+                    tsfn.0,
+                    sys::ThreadsafeFunctionReleaseMode::abort,
+                );
+            }
+        }
+    }));
 }
 
 /// Who answers a gate's asks: a JavaScript function, a built-in, or a broker that waits for
@@ -97,13 +279,9 @@ impl Approver {
             ));
         };
         let wrapped = hooks.wrap_approver.borrow_back(&env)?.call(callback)?;
-        let tsfn: JsApproverFn = wrapped
-            .build_threadsafe_function()
-            .callee_handled::<false>()
-            .weak::<true>()
-            .build()?;
+        let approver = JsApprover::new(&env, &wrapped)?;
         Ok(Approver {
-            handle: ApproverHandle::foreign(Arc::new(JsApprover(Arc::new(tsfn)))),
+            handle: ApproverHandle::foreign(Arc::new(approver)),
         })
     }
 

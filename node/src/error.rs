@@ -109,7 +109,8 @@ impl<T> OrThrow<T> for Result<T, TurnGateError> {
 }
 
 /// Run `fut` on the addon's runtime and settle a Promise with its converted result; a facade
-/// error rejects it with the native error class. The JavaScript thread never waits.
+/// error rejects it with the native error class. The JavaScript thread never waits, and an
+/// environment torn down first cancels `fut` instead (see [`crate::settle`]).
 pub fn promise<'env, T, V, F, C>(
     env: &'env Env,
     fut: F,
@@ -121,10 +122,7 @@ where
     F: Future<Output = Result<T, TurnGateError>> + Send + 'static,
     C: FnOnce(&Env, T) -> napi::Result<V> + 'static,
 {
-    env.spawn_future_with_callback(async move { Ok(fut.await) }, move |env, r| match r {
-        Ok(t) => convert(env, t),
-        Err(e) => Err(js_error(env, e)),
-    })
+    crate::settle::promise(env, fut, convert)
 }
 
 /// Run the blocking `work` (SQLite, the file system) on the runtime's blocking pool and settle

@@ -1,7 +1,8 @@
 //! `turngate-node`: the napi-rs addon behind the `turngate` npm package. It wraps the FFI
 //! facade (`turngate-ffi`) thinly: it converts JavaScript values to the facade's types, builds
 //! native error classes from the facade's error enum, runs async work (approvals, spawns, the
-//! store) on its runtime behind Promises, and bridges JavaScript approvers through threadsafe
+//! store) on its runtime behind Promises that a torn-down environment (a terminated worker)
+//! cancels instead of crashing, and bridges JavaScript approvers through threadsafe
 //! functions. It never decides anything itself.
 #![warn(missing_docs)]
 
@@ -11,6 +12,7 @@ pub mod check;
 pub mod error;
 pub mod gate;
 pub mod policy;
+pub mod settle;
 pub mod snapshot;
 pub mod store;
 

@@ -23,6 +23,14 @@ async function main() {
   try { await strict('y') } catch (err) { if (err instanceof PermissionDeniedError) { const why: string = err.reason; err.outcome } }
   // @ts-expect-error: target takes the function's arguments
   gate.guard({ kind: 'file_read', target: (p: number) => String(p) }, (p: string) => p)
-  return [e, v, a.outcome, n, m]
+  const write = gate.guard({ kind: 'file_write', arg: 0 }, (p: string, text: string) => text.length)
+  const w: number | string = await write('notes.txt', 'hi')
+  const save = gate.guard({ kind: 'file_write', arg: 'path' }, (req: { path: string; content: string }) => req.content)
+  await save({ path: 'a', content: 'b' })
+  // @ts-expect-error: arg or target, not both
+  gate.guard({ kind: 'file_write', arg: 0, target: 'x' }, (p: string) => p)
+  // @ts-expect-error: not a property of the first argument
+  gate.guard({ kind: 'file_write', arg: 'file' }, (req: { path: string }) => req.path)
+  return [e, v, a.outcome, n, m, w]
 }
 main()

@@ -1,15 +1,26 @@
-"""``Gate.guard``: put an ordinary Python tool function behind the gate."""
+"""``Gate.guard``: put an ordinary Python tool function behind the gate.
+
+What runs is what was decided: a guarded function runs with the action the gate allowed, or
+not at all. For a file kind the function receives the resolved absolute path the gate checked
+(a relative path is resolved against the snapshot's ``sandbox.cwd``, never the process's cwd);
+when a reviewer approved a *modified* action, the function runs that action instead. A guard
+that cannot hand the function the allowed action refuses the call.
+"""
 
 from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Literal, Optional, TypeVar, cast
+import os
+from pathlib import PurePath
+from typing import Any, Callable, Literal, Optional, TypeVar, Union, cast
 
 from ._turngate import Authorization, PermissionDenied
 from ._turngate import Gate as _Gate
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+_FILE_KINDS = ("file_read", "file_write")
 
 
 def _refusal(auth: Authorization) -> str:
@@ -26,6 +37,35 @@ def _raise(auth: Authorization) -> None:
     raise err
 
 
+class _Refused:
+    """A refusal the guard itself makes after an allow it cannot carry out as decided."""
+
+    def __init__(self, kind: str, target: str, reason: str) -> None:
+        self.kind = kind
+        self.target = target
+        self.reason = reason
+        # The same shape as the core's denial text, so a model reads every refusal alike.
+        self.tool_result = (
+            f"Permission denied by turngate: {kind} `{target}`: {reason}. "
+            "Continue with an allowed alternative."
+        )
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, (str, bytes, os.PathLike)):
+        return os.fsdecode(value)
+    return str(value)
+
+
+def _like(original: Any, path: str) -> Any:
+    """``path`` in the type the caller passed (``str``, ``bytes`` or a ``pathlib`` path)."""
+    if isinstance(original, PurePath):
+        return type(original)(path)
+    if isinstance(original, bytes):
+        return os.fsencode(path)
+    return path
+
+
 class Gate(_Gate):
     """The gate of one turn: every side-effecting tool call goes through it.
 
@@ -35,23 +75,33 @@ class Gate(_Gate):
     def guard(
         self,
         kind: str,
-        target: Callable[..., str],
+        target: Union[str, Callable[..., Any]],
         *,
         tool: Optional[str] = None,
         on_deny: Literal["return", "raise"] = "return",
     ) -> Callable[[F], F]:
-        """Decorate a tool function so every call is authorized first.
+        """Decorate a tool function so every call is authorized first, and runs as decided.
 
-        ``target`` receives the call's arguments by name (defaults applied) and returns the
-        action's target, e.g. ``target=lambda path, **_: path``. ``tool`` names the tool in
-        rules and audit rows (default: the function's name).
+        ``target`` names the parameter that holds the action's target, e.g.
+        ``target="path"``; the function then runs with that argument replaced by what the
+        gate allowed: for ``file_read``/``file_write`` the resolved absolute path that was
+        checked (a relative path is resolved against the snapshot's ``sandbox.cwd``, never the
+        process's cwd), and when a reviewer approved a modified action, its target. ``target``
+        may instead be a callable of the call's arguments (by name, defaults applied) that
+        returns the target, e.g. ``target=lambda path, **_: path``; the guard then cannot
+        pass anything to the function, so it runs the function only when the allowed action
+        is exactly the one the callable returned (for a file kind: an absolute path with no
+        symlink, ``..`` or ``.`` left), and otherwise refuses the call, naming the path the
+        gate would allow. ``tool`` names the tool in rules and audit rows (default: the
+        function's name).
 
-        When the gate allows the call, the function runs with its own arguments and its
-        result is returned. When it refuses (denied, or deferred for later), the function
-        does not run and the decorator, by default (``on_deny="return"``), **returns the
-        denial's ``tool_result``** - a string the model can read and adapt to, which is what
-        an agent framework expects from a tool. With ``on_deny="raise"`` it raises
-        :class:`PermissionDenied` instead (``reason`` and ``tool_result`` attached).
+        A reviewer's modified action of another kind than ``kind``, or one the policy denies,
+        never runs. When the gate refuses (denied, deferred for later, or an allow the guard
+        cannot carry out as decided), the function does not run and the decorator, by default
+        (``on_deny="return"``), **returns the refusal's ``tool_result``** - a string the model
+        can read and adapt to, which is what an agent framework expects from a tool. With
+        ``on_deny="raise"`` it raises :class:`PermissionDenied` instead (``reason`` and
+        ``tool_result`` attached).
 
         An ``async def`` tool is authorized with ``await gate.authorize(...)``; a plain
         function with ``gate.authorize_blocking(...)`` (so call it from a worker thread, not
@@ -59,41 +109,129 @@ class Gate(_Gate):
         """
         if on_deny not in ("return", "raise"):
             raise ValueError(f"on_deny must be 'return' or 'raise', not {on_deny!r}")
+        if not isinstance(target, str) and not callable(target):
+            raise TypeError(
+                "target must be the name of the parameter holding the target, or a callable "
+                f"of the call's arguments, not {target!r}"
+            )
 
         def decorate(fn: F) -> F:
             name = tool or fn.__name__
             sig = inspect.signature(fn)
+            param = target if isinstance(target, str) else None
+            extract = None if isinstance(target, str) else target
+            if param is not None:
+                p = sig.parameters.get(param)
+                if p is None or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                    raise ValueError(
+                        f"target={param!r}: {fn.__name__} has no parameter named {param!r} "
+                        "(name the parameter that holds the action's target)"
+                    )
 
-            def target_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+            def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> inspect.BoundArguments:
                 bound = sig.bind(*args, **kwargs)
                 bound.apply_defaults()
-                t = target(**bound.arguments)
-                if not isinstance(t, str):
-                    t = str(t)
-                return t
+                return bound
 
-            def refuse(auth: Authorization) -> Any:
+            def requested(bound: inspect.BoundArguments) -> str:
+                if extract is None:
+                    value = bound.arguments[cast(str, param)]
+                    if value is None:
+                        raise TypeError(f"{fn.__name__}: the target argument {param!r} is None")
+                    return _text(value)
+                return _text(extract(**bound.arguments))
+
+            def refuse(auth: Union[Authorization, _Refused]) -> Any:
+                if isinstance(auth, _Refused):
+                    if on_deny == "raise":
+                        err = PermissionDenied(auth.tool_result)
+                        err.reason = auth.reason
+                        err.tool_result = auth.tool_result
+                        err.kind = auth.kind
+                        err.target = auth.target
+                        raise err
+                    return auth.tool_result
                 if on_deny == "raise":
                     _raise(auth)
                 return _refusal(auth)
+
+            def decided(
+                bound: inspect.BoundArguments, value: str, auth: Authorization
+            ) -> Union[inspect.BoundArguments, _Refused]:
+                """The call to make for an allowed ``auth``: the arguments carrying the allowed
+                action, or a refusal when they cannot."""
+                if auth.kind != kind:
+                    return _Refused(
+                        auth.kind,
+                        auth.target,
+                        f"the approved action is a {auth.kind}, and {name} performs only "
+                        f"{kind}; {name} did not run",
+                    )
+                if kind in _FILE_KINDS:
+                    # The allowed target in its checked form: the core's canonical path (a
+                    # reviewer's modified path may be relative, or name a symlink).
+                    verdict, allowed = self.evaluate(kind, auth.target, name)
+                    if verdict.effect == "deny" or not os.path.isabs(allowed):
+                        return _Refused(
+                            kind,
+                            auth.target,
+                            f"the approved target is refused on re-check ({verdict.reason}); "
+                            f"{name} did not run",
+                        )
+                    if os.path.isabs(auth.target) and allowed != os.path.normpath(auth.target):
+                        # The path approved no longer resolves to itself: a symlink was put
+                        # in its way after the check.
+                        return _Refused(
+                            kind,
+                            auth.target,
+                            f"the approved path now resolves to `{allowed}`; {name} did not run",
+                        )
+                    changed = value != allowed
+                else:
+                    allowed = auth.target
+                    changed = allowed != self.evaluate(kind, value, name)[1]
+                if param is not None:
+                    if changed:
+                        original = bound.arguments[param]
+                        bound.arguments[param] = _like(original, allowed)
+                    return bound
+                if changed:
+                    return _Refused(
+                        kind,
+                        value,
+                        f"the gate allows `{allowed}`, which {name}'s guard cannot pass to it "
+                        "(its target= is a callable, not a parameter name); call it again "
+                        f"with `{allowed}`",
+                    )
+                return bound
 
             if inspect.iscoroutinefunction(fn):
 
                 @functools.wraps(fn)
                 async def guarded_async(*args: Any, **kwargs: Any) -> Any:
-                    auth = await self.authorize(kind, target_of(args, kwargs), tool=name)
+                    bound = bind(args, kwargs)
+                    value = requested(bound)
+                    auth = await self.authorize(kind, value, tool=name)
                     if not auth.allowed:
                         return refuse(auth)
-                    return await fn(*args, **kwargs)
+                    call = decided(bound, value, auth)
+                    if isinstance(call, _Refused):
+                        return refuse(call)
+                    return await fn(*call.args, **call.kwargs)
 
                 return cast(F, guarded_async)
 
             @functools.wraps(fn)
             def guarded(*args: Any, **kwargs: Any) -> Any:
-                auth = self.authorize_blocking(kind, target_of(args, kwargs), tool=name)
+                bound = bind(args, kwargs)
+                value = requested(bound)
+                auth = self.authorize_blocking(kind, value, tool=name)
                 if not auth.allowed:
                     return refuse(auth)
-                return fn(*args, **kwargs)
+                call = decided(bound, value, auth)
+                if isinstance(call, _Refused):
+                    return refuse(call)
+                return fn(*call.args, **call.kwargs)
 
             return cast(F, guarded)
 
