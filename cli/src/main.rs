@@ -140,6 +140,10 @@ struct ProfileArgs {
     /// The workspace root (default: the current directory).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
+    /// Accept `/`, HOME or an ancestor of HOME as a restricted mode's workspace (refused by
+    /// default: a workspace is a project, not a home; the secret masks still apply).
+    #[arg(long)]
+    allow_home_workspace: bool,
 }
 
 #[derive(Debug, Args)]
@@ -236,6 +240,7 @@ fn resolve_turn_with(
         workspace_root(profile.workspace.as_deref())?,
         turngate::probe::probe_platform(),
     );
+    context.allow_home_workspace = profile.allow_home_workspace;
     if let Some(cwd) = cwd {
         context.cwd = Some(
             std::fs::canonicalize(cwd)

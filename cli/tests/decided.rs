@@ -271,3 +271,44 @@ fn the_audit_of_three_approved_commands_names_each_with_its_time_and_the_reviewe
         assert!(text.contains(c), "{text}");
     }
 }
+
+#[test]
+fn a_home_workspace_is_refused_unless_the_caller_opts_in() {
+    let env = env();
+    // HOME is the workspace: a restricted mode refuses it, naming the path; the flag accepts it.
+    let check = |extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            "file_read",
+            "a.txt",
+            "--mode",
+            "supervised",
+            "--workspace",
+        ];
+        let ws = env.ws();
+        args.push(&ws);
+        args.extend_from_slice(extra);
+        Command::new(bin())
+            .args(&args)
+            .env("HOME", &env.ws)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let refused = check(&[]);
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains(&env.ws()), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("allow_home_workspace"), "{}", stderr(&refused));
+    let accepted = check(&["--allow-home-workspace"]);
+    assert_eq!(accepted.status.code(), Some(0), "{}", stderr(&accepted));
+    // A missing workspace is an error naming it, not a turn where everything is denied.
+    let missing = env.ws.join("nope");
+    let out = Command::new(bin())
+        .args(["check", "file_read", "a.txt", "--mode", "supervised", "--workspace"])
+        .arg(&missing)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("nope"), "{}", stderr(&out));
+}
