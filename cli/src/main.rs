@@ -141,7 +141,7 @@ struct ProfileArgs {
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
     /// Accept `/`, HOME or an ancestor of HOME as a restricted mode's workspace (refused by
-    /// default: a workspace is a project, not a home; the secret masks still apply).
+    /// default: a workspace is a project, not a home; the builtin-secrets rules still apply).
     #[arg(long)]
     allow_home_workspace: bool,
 }
