@@ -298,13 +298,24 @@ fn a_home_workspace_is_refused_unless_the_caller_opts_in() {
     let refused = check(&[]);
     assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
     assert!(stderr(&refused).contains(&env.ws()), "{}", stderr(&refused));
-    assert!(stderr(&refused).contains("allow_home_workspace"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("allow_home_workspace"),
+        "{}",
+        stderr(&refused)
+    );
     let accepted = check(&["--allow-home-workspace"]);
     assert_eq!(accepted.status.code(), Some(0), "{}", stderr(&accepted));
     // A missing workspace is an error naming it, not a turn where everything is denied.
     let missing = env.ws.join("nope");
     let out = Command::new(bin())
-        .args(["check", "file_read", "a.txt", "--mode", "supervised", "--workspace"])
+        .args([
+            "check",
+            "file_read",
+            "a.txt",
+            "--mode",
+            "supervised",
+            "--workspace",
+        ])
         .arg(&missing)
         .stdin(Stdio::null())
         .output()
