@@ -759,6 +759,25 @@ impl Gate {
                         None,
                     );
                 }
+                // The action as shown must still be the action that runs: when the approved
+                // (unmodified) target now resolves elsewhere, a symlink or a rename changed it
+                // while the approval was pending, and nothing runs.
+                if action == ctx.action && recheck.target != action.target {
+                    let reason = format!(
+                        "the approved target `{}` now resolves to `{}` (it changed while the \
+                         approval was pending); nothing ran",
+                        action.target, recheck.target
+                    );
+                    return self.deny(
+                        inv,
+                        action,
+                        reason,
+                        Some(recheck.verdict),
+                        Some(&request_id),
+                        "policy",
+                        None,
+                    );
+                }
                 // The checked form of the approved action: a modified relative path is
                 // resolved like any other target.
                 let action = Action {

@@ -699,3 +699,33 @@ async fn an_open_writes_the_path_that_was_checked_and_the_modified_one_instead()
     assert!(denied.is_err());
     assert!(!original.exists() && !Path::new("/etc/turngate-nope").exists());
 }
+
+/// Swaps the asked path for a symlink while "deciding", then approves.
+struct SwapsThenApproves {
+    target: PathBuf,
+    other: PathBuf,
+}
+
+impl Approver for SwapsThenApproves {
+    fn decide<'a>(&'a self, _ctx: &'a ApprovalContext) -> DecisionFuture<'a> {
+        let _ = std::os::unix::fs::symlink(&self.other, &self.target);
+        Box::pin(async { Decision::approve() })
+    }
+}
+
+#[tokio::test]
+async fn a_target_swapped_for_a_symlink_while_the_approval_is_pending_runs_nothing() {
+    let t = turn();
+    let target = t.ws.join("a.txt");
+    let other = t.ws.join("other.txt");
+    std::fs::write(&other, "other").unwrap();
+    let approver = SwapsThenApproves {
+        target: target.clone(),
+        other: other.clone(),
+    };
+    let g = gate(&t, "t", PermissionMode::Supervised, Arc::new(approver));
+    let inv = ToolInvocation::new(ActionKind::FileWrite, target.to_str().unwrap());
+    let denial = g.open_write(&inv).await.unwrap().unwrap_err();
+    assert!(denial.reason.contains("now resolves to"), "{}", denial.reason);
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), "other");
+}
