@@ -185,7 +185,7 @@ impl ProcessSpawnPlan {
         let mut verdict: Option<Verdict> = None;
         for command in &parsed.commands {
             let base = basename(&command.program).to_lowercase();
-            let mut v = policy.explain_program(&command.program, request.tool);
+            let mut v = policy.explain_command(command, request.tool);
             let denied_hit = match &denied {
                 Ok(set) => set.is_match(&base),
                 Err(()) => true,
@@ -217,6 +217,10 @@ impl ProcessSpawnPlan {
             Reason::UnresolvedShellConstruct,
         );
         let mut verdict = match verdict {
+            // Pure shell (`[[ -n x ]]`, `(( i++ ))`, `x=1`): no program runs.
+            None if parsed.unresolved.is_empty() && !parsed.internal.is_empty() => {
+                Verdict::without_rule(Effect::Allow, Arc::from(SHELL_LAYER), Reason::Default)
+            }
             None if parsed.unresolved.is_empty() => {
                 Verdict::without_rule(Effect::Deny, layer.clone(), Reason::InvalidTarget)
             }
