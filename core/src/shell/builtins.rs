@@ -141,6 +141,13 @@ pub(super) fn test_expression(text: &str, out: &mut ParsedCommandLine) {
     if double && arithmetic_op {
         out.arithmetic_reads_variable = true;
     }
+    let words: Vec<&str> = inner.split_whitespace().collect();
+    for pair in words.windows(2) {
+        if pair[0] == "-v" && pair[1].contains(['$', '`']) {
+            // `[ -v "$n" ]`: a name computed at run time may carry a subscript.
+            out.unresolved("dynamic_variable_name");
+        }
+    }
 }
 
 /// A builtin's variable-name argument (`test -v NAME`, `printf -v NAME`, `read NAME`,
@@ -196,7 +203,15 @@ pub(super) fn declaration(args: Vec<DeclArg>, out: &mut ParsedCommandLine) {
     let mut flags = String::new();
     for arg in args {
         match arg {
-            DeclArg::Flags(f) => flags.push_str(f.trim_start_matches(['-', '+'])),
+            DeclArg::Flags(f) => {
+                let f = f.trim_start_matches(['-', '+']);
+                if f.contains(['i', 'n']) {
+                    // An integer variable evaluates every value later assigned to it; a
+                    // nameref expands the name it is later given, subscript and all.
+                    out.arithmetic_reads_variable = true;
+                }
+                flags.push_str(f);
+            }
             DeclArg::Name(w) => {
                 if w.text.is_none() {
                     out.unresolved("dynamic_declaration");
@@ -257,11 +272,24 @@ pub(super) fn builtin(
             }
         }
         "printf" => {
-            if let Some(i) = rest.iter().position(|w| w.text.as_deref() == Some("-v")) {
-                out.stores_data = true;
-                match rest.get(i + 1) {
-                    Some(name) => name_argument(name, out),
-                    None => out.unresolved("parse_error"),
+            for (i, w) in rest.iter().enumerate() {
+                match w.text.as_deref() {
+                    Some("-v") => {
+                        out.stores_data = true;
+                        match rest.get(i + 1) {
+                            Some(name) => name_argument(name, out),
+                            None => out.unresolved("parse_error"),
+                        }
+                        break;
+                    }
+                    // `-vNAME`, attached.
+                    Some(t) if t.starts_with("-v") => {
+                        out.stores_data = true;
+                        subscript_of_name(&t[2..], out);
+                        break;
+                    }
+                    Some(t) if t.starts_with('-') && t != "--" => {}
+                    _ => break,
                 }
             }
         }
@@ -377,10 +405,16 @@ pub(super) fn builtin(
             }
         }
         "wait" => {
-            if let Some(i) = rest.iter().position(|w| w.text.as_deref() == Some("-p"))
-                && let Some(name) = rest.get(i + 1)
-            {
-                name_argument(name, out);
+            for (i, w) in rest.iter().enumerate() {
+                match w.text.as_deref() {
+                    Some("-p") => {
+                        if let Some(name) = rest.get(i + 1) {
+                            name_argument(name, out);
+                        }
+                    }
+                    Some(t) if t.starts_with("-p") => subscript_of_name(&t[2..], out),
+                    _ => {}
+                }
             }
         }
         "set" => {

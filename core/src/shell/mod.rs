@@ -479,7 +479,7 @@ impl Walker<'_, '_> {
     fn value(&mut self, node: Node<'_>, globby: &mut bool) -> Option<String> {
         let raw = self.text(node);
         match node.kind() {
-            "word" | "number" => {
+            "word" | "number" | "variable_name" => {
                 if raw.bytes().any(|b| b"*?[{".contains(&b)) {
                     *globby = true;
                 }
@@ -775,6 +775,68 @@ mod tests {
             let (_, u) = programs(line);
             assert!(u.contains(&what), "{line}: {u:?}");
         }
+    }
+
+    #[test]
+    fn code_arguments_are_marked() {
+        let code = |line: &str| {
+            parse_command_line(line)
+                .commands
+                .into_iter()
+                .map(|c| (c.program, c.code_arg))
+                .collect::<Vec<_>>()
+        };
+        let c = |p: &str, at: Option<usize>| (p.to_owned(), at);
+        assert_eq!(code("sed -n 's/a/b/e' f"), vec![c("sed", Some(1))]);
+        assert_eq!(code("sed -n 's/a/b/p' f"), vec![c("sed", None)]);
+        assert_eq!(
+            code("find . -name x -exec cat {} +"),
+            vec![c("find", Some(3)), c("cat", None)]
+        );
+        assert_eq!(
+            code("xargs -0 grep x"),
+            vec![c("xargs", Some(1)), c("grep", None)]
+        );
+        assert_eq!(code("xargs"), vec![c("xargs", None), c("echo", None)]);
+        assert_eq!(
+            code("ssh -o ProxyCommand='nc %h %p' host"),
+            vec![c("ssh", Some(1)), c("nc", None)]
+        );
+        assert_eq!(code("ssh -p 22 host ls -o x"), vec![c("ssh", None)]);
+        assert_eq!(code("vim +42 f"), vec![c("vim", None)]);
+    }
+
+    #[test]
+    fn static_arguments_are_told_from_computed_ones() {
+        let p = parse_command_line("git \"status\" $x *.rs 'a b'");
+        assert_eq!(p.commands[0].args_static, vec![true, false, false, true]);
+    }
+
+    #[test]
+    fn pure_shell_is_internal_and_runs_nothing() {
+        for (line, what) in [
+            ("[[ -n x ]]", "test"),
+            ("(( i++ ))", "arithmetic"),
+            ("x=1", "assignment"),
+            ("x=1; y=$x", "assignment"),
+        ] {
+            let p = parse_command_line(line);
+            assert!(p.commands.is_empty(), "{line}: {:?}", p.commands);
+            assert!(p.unresolved.is_empty(), "{line}: {:?}", p.unresolved);
+            assert!(p.internal.contains(&what), "{line}: {:?}", p.internal);
+        }
+        for line in ["", "   ", "# only a comment"] {
+            assert!(parse_command_line(line).internal.is_empty(), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn stored_data_and_arithmetic_reads_meet_only_together() {
+        let u = |line: &str| parse_command_line(line).unresolved;
+        assert!(u("x='a[$(id)]'; echo $((x))").contains(&"variable_in_arithmetic"));
+        assert!(u("echo $((x))").is_empty());
+        assert!(u("x='a[$(id)]'; echo $x").is_empty());
+        assert!(u("read x; echo ${x:x}").contains(&"variable_in_arithmetic"));
     }
 
     #[test]

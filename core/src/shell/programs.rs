@@ -18,17 +18,27 @@ pub(super) fn code_argument(
     depth: usize,
     out: &mut ParsedCommandLine,
 ) -> Option<usize> {
-    match basename(program) {
+    // Case-insensitive file systems run `SED` as sed: match the folded name.
+    let name = basename(program).to_ascii_lowercase();
+    match name.as_str() {
         "sed" | "gsed" => sed(args),
         name @ ("ssh" | "slogin" | "scp" | "sftp") => ssh(name, args, depth, out),
         "rsync" => rsync(args, depth, out),
         "gdb" | "cgdb" => gdb(args),
         "awk" | "gawk" | "mawk" | "nawk" => awk(args),
         "zip" => zip(args, depth, out),
-        "vim" | "vi" | "nvim" | "gvim" | "view" | "ex" | "vimdiff" | "nvi" => vim(args),
+        // ex (and vim -e) reads Ex commands from stdin.
+        "ex" => Some(0),
+        "vim" | "vi" | "nvim" | "gvim" | "view" | "vimdiff" | "nvi" => vim(args),
         "less" | "more" | "most" => less(args),
         _ => None,
     }
+}
+
+/// Whether `given` is `full` or an abbreviation of it that getopt_long would accept (at
+/// least `min` characters).
+fn abbreviates(given: &str, full: &str, min: usize) -> bool {
+    given.len() >= min.min(full.len()) && full.starts_with(given)
 }
 
 /// The value of an option at `args[i]` that takes one: attached (`-oX`, `--opt=X`) or the
@@ -62,6 +72,35 @@ fn sed(args: &[Word]) -> Option<usize> {
             let (opt, inline) = match long.split_once('=') {
                 Some((o, v)) => (o, Some(v)),
                 None => (long, None),
+            };
+            const LONG_FLAGS: &[&str] = &[
+                "quiet",
+                "silent",
+                "debug",
+                "posix",
+                "regexp-extended",
+                "separate",
+                "unbuffered",
+                "null-data",
+                "zero-terminated",
+                "follow-symlinks",
+                "in-place",
+                "binary",
+                "help",
+                "version",
+            ];
+            let opt = if abbreviates(opt, "expression", 1) {
+                "expression"
+            } else if abbreviates(opt, "file", 2) {
+                "file"
+            } else if abbreviates(opt, "line-length", 1) {
+                "line-length"
+            } else if LONG_FLAGS.contains(&opt) {
+                opt
+            } else {
+                // An abbreviation or an option this table does not know: it could take the
+                // script as its value.
+                return Some(i);
             };
             match opt {
                 "expression" => {
@@ -237,14 +276,24 @@ fn ssh(program: &str, args: &[Word], depth: usize, out: &mut ParsedCommandLine) 
         "pkcs11provider",
         "securitykeyprovider",
     ];
+    // ssh parses options after the host too, and scp and sftp take them anywhere (getopt
+    // permutes); only ssh's remote command, after the host, runs elsewhere.
+    let mut host_seen = false;
     let mut i = 0;
     while let Some(w) = args.get(i) {
         let Some(t) = w.text.as_deref() else {
             return Some(i);
         };
-        if t == "--" || !t.starts_with('-') || t.len() < 2 {
-            // The host and the remote command follow; the remote command runs elsewhere.
+        if t == "--" && program != "scp" && program != "sftp" {
             return None;
+        }
+        if !t.starts_with('-') || t.len() < 2 {
+            if matches!(program, "ssh" | "slogin") && host_seen {
+                return None;
+            }
+            host_seen = true;
+            i += 1;
+            continue;
         }
         for (pos, c) in t.char_indices().skip(1) {
             if !value_opts.contains(c) {
@@ -313,17 +362,19 @@ fn rsync(args: &[Word], depth: usize, out: &mut ParsedCommandLine) -> Option<usi
 fn gdb(args: &[Word]) -> Option<usize> {
     args.iter().position(|w| {
         w.text.as_deref().is_none_or(|t| {
-            let t = t.split('=').next().unwrap_or(t);
-            matches!(
-                t.trim_start_matches('-'),
-                "ex" | "iex"
-                    | "eval-command"
-                    | "init-eval-command"
-                    | "x"
-                    | "ix"
-                    | "command"
-                    | "init-command"
-            ) && t.starts_with('-')
+            let name = t.split('=').next().unwrap_or(t);
+            let name = name.strip_prefix("--").or_else(|| name.strip_prefix('-'));
+            name.is_some_and(|n| {
+                matches!(n, "ex" | "iex" | "x" | "ix")
+                    || [
+                        "eval-command",
+                        "init-eval-command",
+                        "command",
+                        "init-command",
+                    ]
+                    .iter()
+                    .any(|full| abbreviates(n, full, 2))
+            })
         })
     })
 }
@@ -334,36 +385,27 @@ fn awk(args: &[Word]) -> Option<usize> {
     let runs = |p: &str| {
         p.contains("system") || p.contains('|') || p.contains("@load") || p.contains("@include")
     };
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
+    // Which word is the program depends on options this scanner may misread (`--as x=1`),
+    // so every argument is looked at.
+    for (i, w) in args.iter().enumerate() {
         let Some(t) = w.text.as_deref() else {
             return Some(i);
         };
-        if t == "--" {
-            return match args.get(i + 1).map(|w| w.text.as_deref()) {
-                Some(Some(p)) if !runs(p) => None,
-                Some(_) => Some(i + 1),
-                None => None,
-            };
-        }
         if let Some(long) = t.strip_prefix("--") {
             let opt = long.split('=').next().unwrap_or(long);
-            match opt {
-                "file" | "exec" | "include" | "load" => return Some(i),
-                "source" => return Some(i),
-                "assign" | "field-separator" if !long.contains('=') => i += 1,
-                _ => {}
+            if ["file", "exec", "include", "load", "source"]
+                .iter()
+                .any(|full| abbreviates(opt, full, 2))
+            {
+                return Some(i);
             }
-        } else if t.starts_with('-') && t.len() > 1 {
-            match t.as_bytes()[1] {
-                b'f' | b'E' | b'i' | b'l' | b'e' => return Some(i),
-                b'v' | b'F' if t.len() == 2 => i += 1,
-                _ => {}
+        } else if t.starts_with('-') && t.len() > 1 && !t.contains(['=', ' ']) {
+            if t[1..].contains(['f', 'E', 'i', 'l', 'e']) {
+                return Some(i);
             }
-        } else {
-            return if runs(t) { Some(i) } else { None };
+        } else if runs(t) {
+            return Some(i);
         }
-        i += 1;
     }
     None
 }
@@ -373,15 +415,23 @@ fn zip(args: &[Word], depth: usize, out: &mut ParsedCommandLine) -> Option<usize
         let Some(t) = w.text.as_deref() else {
             continue;
         };
-        let cmd = if t == "-TT" || t == "--unzip-command" {
-            args.get(i + 1).and_then(|w| w.text.clone())
-        } else if let Some(c) = t
-            .strip_prefix("--unzip-command=")
-            .or_else(|| t.strip_prefix("-TT"))
-        {
-            Some(c.to_owned())
-        } else {
-            continue;
+        let long = t
+            .strip_prefix("--")
+            .map(|l| l.split_once('=').unwrap_or((l, "")));
+        let cmd = match long {
+            Some((opt, value)) if abbreviates(opt, "unzip-command", 3) => {
+                if t.contains('=') {
+                    Some(value.to_owned())
+                } else {
+                    args.get(i + 1).and_then(|w| w.text.clone())
+                }
+            }
+            Some(_) => continue,
+            None if t == "-TT" => args.get(i + 1).and_then(|w| w.text.clone()),
+            None => match t.strip_prefix("-TT") {
+                Some(c) => Some(c.to_owned()),
+                None => continue,
+            },
         };
         if let Some(cmd) = cmd {
             super::parse_into(&cmd, depth + 1, out);
@@ -397,7 +447,9 @@ fn vim(args: &[Word]) -> Option<usize> {
         None => true,
         Some(t) => {
             matches!(t, "-c" | "--cmd" | "-S" | "-u" | "-s" | "-U")
-                || (t.starts_with('-') && !t.starts_with("--") && t[1..].contains(['c', 'S']))
+                || (t.starts_with('-')
+                    && !t.starts_with("--")
+                    && t[1..].contains(['c', 'S', 's', 'e', 'E', 'u', 'U']))
                 || (t.starts_with('+')
                     && t.len() > 1
                     && !t[1..].bytes().all(|b| b.is_ascii_digit()))

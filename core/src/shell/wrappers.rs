@@ -650,7 +650,9 @@ pub(super) fn follow(
     depth: usize,
     out: &mut ParsedCommandLine,
 ) -> Option<usize> {
-    let name = basename(program);
+    // Case-insensitive file systems run `SUDO` as sudo: match the folded name.
+    let folded = basename(program).to_ascii_lowercase();
+    let name = folded.as_str();
     if SHELLS.contains(&name) {
         shell(rest, depth, out);
         return None;
@@ -695,21 +697,29 @@ pub(super) fn follow(
 }
 
 /// `rg --pre`, and the tar options that run a program (`-I`, `--to-command`, ...), also
-/// inside a cluster (`-xIf`, old-style `xIf`).
+/// inside a cluster (`-xIf`, old-style `xIf`). tar accepts long options abbreviated
+/// (`--to-c=CMD`), so a long option is matched as a prefix of each option that runs one.
 fn runs_commands(name: &str, rest: &[Word]) -> bool {
+    const TAR: &[&str] = &[
+        "to-command",
+        "use-compress-program",
+        "checkpoint-action",
+        "info-script",
+        "new-volume-script",
+        "rsh-command",
+        "rmt-command",
+    ];
     rest.iter().enumerate().any(|(i, w)| {
         w.text.as_deref().is_none_or(|t| {
-            let cluster = (t.starts_with('-') && !t.starts_with("--"))
-                || (i == 0 && name != "rg" && !t.starts_with('-'));
-            t.starts_with("--pre")
-                || t.starts_with("--to-command")
-                || t.starts_with("--use-compress-program")
-                || t.starts_with("--checkpoint-action")
-                || t.starts_with("--info-script")
-                || t.starts_with("--new-volume-script")
-                || t.starts_with("--rsh-command")
-                || t.starts_with("--rmt-command")
-                || (name != "rg" && cluster && t.contains(['I', 'F']))
+            if name == "rg" {
+                return t.starts_with("--pre");
+            }
+            if let Some(long) = t.strip_prefix("--") {
+                let opt = long.split('=').next().unwrap_or(long);
+                return !opt.is_empty() && TAR.iter().any(|full| full.starts_with(opt));
+            }
+            let cluster = t.starts_with('-') || i == 0;
+            cluster && t.contains(['I', 'F'])
         })
     })
 }
@@ -903,9 +913,18 @@ fn join_and_parse(rest: &[Word], depth: usize, out: &mut ParsedCommandLine) {
     }
 }
 
-/// A script operand the shell reads from a stream, not from a file that exists before it runs.
+/// A script operand the shell reads from a stream, not from a file that exists before it runs
+/// (`/dev/stdin`, `/dev/fd/0`, `/proc/self/fd/0`, however spelled: `//dev/./stdin`). A
+/// relative path is judged by any `dev` or `proc` component (it may climb to the root).
 fn is_stream(path: &str) -> bool {
-    path == "-" || path.starts_with("/dev/") || path.starts_with("/proc/")
+    if path == "-" {
+        return true;
+    }
+    if !path.starts_with('/') {
+        return path.split('/').any(|p| p == "dev" || p == "proc");
+    }
+    let first = path.split('/').find(|p| !p.is_empty() && *p != ".");
+    matches!(first, Some("dev" | "proc" | ".."))
 }
 
 fn shell(rest: Vec<Word>, depth: usize, out: &mut ParsedCommandLine) {
