@@ -352,12 +352,9 @@ impl Walker<'_, '_> {
                 self.out.unresolved("environment_injection");
             }
         }
-        match node.child_by_field_name("value") {
-            Some(value) => {
-                let w = self.word(value);
-                builtins::stored_value(&w, self.out);
-            }
-            None => {}
+        if let Some(value) = node.child_by_field_name("value") {
+            let w = self.word(value);
+            builtins::stored_value(&w, self.out);
         }
         self.out.internal("assignment");
     }

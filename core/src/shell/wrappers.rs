@@ -726,18 +726,12 @@ fn runs_commands(name: &str, rest: &[Word]) -> bool {
 
 /// `trap [-lp] [--] HANDLER SIGNAL...`: the handler is a command line.
 fn trap(rest: &[Word], depth: usize, out: &mut ParsedCommandLine) {
-    let mut i = 0;
-    while let Some(w) = rest.get(i) {
-        match w.text.as_deref() {
-            Some("--") => {
-                i += 1;
-                break;
-            }
-            // `-l` and `-p` list; `-P` prints; nothing runs.
-            Some(t) if t.starts_with('-') && t.len() > 1 => return,
-            _ => break,
-        }
-    }
+    let i = match rest.first().and_then(|w| w.text.as_deref()) {
+        Some("--") => 1,
+        // `-l` and `-p` list; `-P` prints; nothing runs.
+        Some(t) if t.starts_with('-') && t.len() > 1 => return,
+        _ => 0,
+    };
     match rest.get(i) {
         // A lone `-` (or a signal number alone) resets the handlers.
         Some(w) if w.text.as_deref() == Some("-") => {}
