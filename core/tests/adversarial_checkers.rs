@@ -638,3 +638,38 @@ fn garbage_never_panics() {
         }
     }
 }
+
+/// The fuzz target's invariants over its seeds (`fuzz/seeds/shell_parse`), through the
+/// policy and the spawn plan both, under a permissive policy: nothing unresolved and no
+/// command that runs code given in an argument is ever allowed, and the two never disagree.
+#[test]
+fn fuzz_seeds_keep_the_shell_invariants() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds/shell_parse");
+    let permissive = CompiledPolicy::new(Policy::permissive()).unwrap();
+    let t = tree();
+    let sb = sandbox(&t, SandboxMode::Unrestricted, FsAccess::Write);
+    let mut process = process();
+    process.denied_commands.clear();
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let line = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        let parsed = turngate::shell::parse_command_line(&line);
+        let explained = permissive.explain_parts(ActionKind::ShellCommand, &line, None);
+        let plan = ProcessSpawnPlan::build(
+            &sb,
+            &process,
+            &permissive,
+            SpawnRequest {
+                command_line: &line,
+                ..Default::default()
+            },
+        );
+        assert_eq!(explained.effect, plan.verdict.effect, "{line:?}");
+        let code = parsed.commands.iter().any(|c| c.code_arg.is_some());
+        if !parsed.unresolved.is_empty() || code {
+            assert_ne!(explained.effect, Effect::Allow, "{line:?}: {parsed:?}");
+        }
+        seen += 1;
+    }
+    assert!(seen >= 60, "{seen} seeds");
+}
