@@ -181,8 +181,22 @@ fn programs_that_run_an_option_value_ask() {
 
 #[test]
 fn pure_shell_lines_are_not_denied() {
-    for line in ["[[ -n x ]]", "(( i++ )) || true", "x=1"] {
-        let (code, _, err) = run(line);
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy_file(dir.path());
+    for line in ["[[ -n x ]]", "(( i++ ))", "x=1"] {
+        // Judged on its own (`turngate run --` would quote `[[` into a program name).
+        let out = Command::new(bin())
+            .args(["check", "shell_command", line, "--mode", "full_access"])
+            .args(["--policy", &policy.to_string_lossy(), "--json"])
+            .args(["--workspace", &dir.path().to_string_lossy()])
+            .env("XDG_STATE_HOME", dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["effect"], "allow", "{line:?}: {v}");
+        assert_eq!(v["layer"], "shell", "{line:?}: {v}");
+        let (code, _, err) = run(&format!("{line} || true"));
         assert_eq!(code, Some(0), "{line:?}: {err}");
     }
 }
