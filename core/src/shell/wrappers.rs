@@ -1169,8 +1169,7 @@ fn su_like(name: &str, rest: &[Word], depth: usize, out: &mut ParsedCommandLine)
             Some(t) if t.starts_with("--command=") => {
                 return super::parse_into(&t["--command=".len()..], depth + 1, out);
             }
-            Some(t @ ("-s" | "--shell")) if name != "script" => {
-                let _ = t;
+            Some("-s" | "--shell") if name != "script" => {
                 i += 1;
                 shell_option(rest.get(i), depth, out);
             }
