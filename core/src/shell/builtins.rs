@@ -39,6 +39,35 @@ pub(super) fn reads_variable(expr: &str) -> bool {
     false
 }
 
+/// Whether text bash evaluates as arithmetic holds a command substitution (quoted, so the
+/// parser saw a string: `'$(cmd)'` in a subscript still runs). `$((` nests arithmetic.
+fn holds_code(expr: &str) -> bool {
+    expr.contains('`')
+        || expr
+            .match_indices("$(")
+            .any(|(i, _)| expr.as_bytes().get(i + 2) != Some(&b'('))
+}
+
+/// An array element `[SUB]=VALUE` of a compound assignment: the subscript is arithmetic for an
+/// indexed array.
+pub(super) fn array_element(element: &str, out: &mut ParsedCommandLine) {
+    if let Some(rest) = element.strip_prefix('[')
+        && let Some(close) = rest.find("]=")
+    {
+        subscript(&rest[..close], out);
+    }
+}
+
+/// A subscript (`a[SUB]`, `${a[SUB]}`) evaluated as arithmetic.
+fn subscript(index: &str, out: &mut ParsedCommandLine) {
+    if holds_code(index) {
+        out.unresolved("arithmetic_code");
+    }
+    if index != "@" && index != "*" && reads_variable(index) {
+        out.arithmetic_reads_variable = true;
+    }
+}
+
 /// Whether some `[...]` in `expr` reads a variable.
 fn has_variable_subscript(expr: &str) -> bool {
     let mut rest = expr;
@@ -56,6 +85,9 @@ fn has_variable_subscript(expr: &str) -> bool {
 /// An arithmetic expression (the text inside `$(( ))`, `(( ))`, a `for (( ))` clause, a
 /// `let` argument).
 pub(super) fn arithmetic(expr: &str, out: &mut ParsedCommandLine) {
+    if holds_code(expr) {
+        out.unresolved("arithmetic_code");
+    }
     if has_variable_subscript(expr) {
         out.unresolved("arithmetic_subscript");
     }
@@ -98,10 +130,7 @@ pub(super) fn expansion(text: &str, out: &mut ParsedCommandLine) {
     let mut rest = body.get(name_len..).unwrap_or("");
     if let Some(r) = rest.strip_prefix('[') {
         let close = r.find(']').unwrap_or(r.len());
-        let index = &r[..close];
-        if index != "@" && index != "*" && reads_variable(index) {
-            out.arithmetic_reads_variable = true;
-        }
+        subscript(&r[..close], out);
         rest = r.get(close + 1..).unwrap_or("");
     }
     if indirect && !rest.starts_with(['*', '@']) {
@@ -114,9 +143,13 @@ pub(super) fn expansion(text: &str, out: &mut ParsedCommandLine) {
         }
     } else if let Some(r) = rest.strip_prefix(':')
         && !r.starts_with(['-', '=', '?', '+'])
-        && reads_variable(r)
     {
-        out.arithmetic_reads_variable = true;
+        if holds_code(r) {
+            out.unresolved("arithmetic_code");
+        }
+        if reads_variable(r) {
+            out.arithmetic_reads_variable = true;
+        }
     }
 }
 

@@ -313,6 +313,14 @@ impl Walker<'_, '_> {
                 let t = self.text(node).to_owned();
                 builtins::expansion(&t, self.out);
             }
+            "array" => {
+                let mut cursor = node.walk();
+                let elements: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+                for element in elements {
+                    let t = self.text(element).to_owned();
+                    builtins::array_element(&t, self.out);
+                }
+            }
             "for_statement" | "select_statement" => {
                 let mut cursor = node.walk();
                 let values: Vec<Node<'_>> =
