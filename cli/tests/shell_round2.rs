@@ -209,7 +209,7 @@ fn check_json_names_the_argument_rule_that_matched() {
     let policy = dir.path().join("policy.toml");
     std::fs::write(
         &policy,
-        "[defaults]\nshell_command = \"ask\"\n[[layers]]\nname = \"project\"\n[[layers.rules]]\nkind = \"shell_command\"\neffect = \"allow\"\npattern = \"git status\"\n",
+        "[defaults]\nshell_command = \"ask\"\n[[layers]]\nname = \"project\"\n[[layers.rules]]\nkind = \"shell_command\"\neffect = \"allow\"\npattern = \"git status\"\n[[layers.rules]]\nkind = \"shell_command\"\neffect = \"allow\"\npattern = \"find\"\n[[layers.rules]]\nkind = \"shell_command\"\neffect = \"allow\"\npattern = \"cat\"\n",
     )
     .unwrap();
     let check = |line: &str| -> (Option<i32>, serde_json::Value) {
@@ -244,4 +244,11 @@ fn check_json_names_the_argument_rule_that_matched() {
     assert_eq!(code, Some(2), "{v}");
     assert_eq!(v["effect"], "ask");
     assert!(v["rule"].is_null(), "{v}");
+    // A program that runs code from an argument names that argument.
+    let (code, v) = check("git status -s; find . -exec cat {} \\;");
+    assert_eq!(code, Some(2), "{v}");
+    assert_eq!(
+        v["decided_by"], "command `find`, which runs code given in `-exec`",
+        "{v}"
+    );
 }

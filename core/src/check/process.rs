@@ -113,7 +113,18 @@ impl ProcessSpawnPlan {
         }
         let same = |v: &Verdict| v.effect == self.verdict.effect && v.reason == self.verdict.reason;
         if let Some(c) = self.commands.iter().find(|c| same(&c.verdict)) {
-            return Some(format!("command `{}`", c.command.program));
+            let code = c
+                .command
+                .code_arg
+                .and_then(|i| c.command.args.get(i))
+                .filter(|_| c.verdict.reason == Reason::UnresolvedShellConstruct);
+            return Some(match code {
+                Some(arg) => format!(
+                    "command `{}`, which runs code given in `{arg}`",
+                    c.command.program
+                ),
+                None => format!("command `{}`", c.command.program),
+            });
         }
         if let Some(r) = self.redirects.iter().find(|r| same(&r.verdict)) {
             let what = if r.redirect.write { "writes" } else { "reads" };
