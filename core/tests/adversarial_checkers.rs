@@ -638,3 +638,245 @@ fn garbage_never_panics() {
         }
     }
 }
+
+/// The fuzz target's invariants over its seeds (`fuzz/seeds/shell_parse`), through the
+/// policy and the spawn plan both, under a permissive policy: nothing unresolved and no
+/// command that runs code given in an argument is ever allowed, and the two never disagree.
+#[test]
+fn fuzz_seeds_keep_the_shell_invariants() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds/shell_parse");
+    let permissive = CompiledPolicy::new(Policy::permissive()).unwrap();
+    let t = tree();
+    let sb = sandbox(&t, SandboxMode::Unrestricted, FsAccess::Write);
+    let mut process = process();
+    process.denied_commands.clear();
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let line = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        let parsed = turngate::shell::parse_command_line(&line);
+        let explained = permissive.explain_parts(ActionKind::ShellCommand, &line, None);
+        let plan = ProcessSpawnPlan::build(
+            &sb,
+            &process,
+            &permissive,
+            SpawnRequest {
+                command_line: &line,
+                ..Default::default()
+            },
+        );
+        assert_eq!(explained.effect, plan.verdict.effect, "{line:?}");
+        let code = parsed.commands.iter().any(|c| c.code_arg.is_some());
+        if !parsed.unresolved.is_empty() || code {
+            assert_ne!(explained.effect, Effect::Allow, "{line:?}: {parsed:?}");
+        }
+        seen += 1;
+    }
+    assert!(seen >= 60, "{seen} seeds");
+}
+
+/// Lines that run `touch P` when bash runs them (the marker `P` appears), each hiding it
+/// another way. Under a deny-list that denies `touch` (everything else allowed) none may be
+/// allowed. A line that does not create the marker on this machine (a missing program) is
+/// skipped; most must.
+const HIDDEN_TOUCH: &[&str] = &[
+    r#"x='a[$(touch P)]'; echo $((x))"#,
+    r#"x='a[$(touch P)]'; : $((x))"#,
+    r#"x='a[$(touch P)]'; echo $(( x + 1 ))"#,
+    r#"x='a[$(touch P)]'; y=$((x))"#,
+    r#"x='a[$(touch P)]'; [[ $x -gt 0 ]]"#,
+    r#"x='a[$(touch P)]'; [[ x -gt 0 ]]"#,
+    r#"x='a[$(touch P)]'; (( x ))"#,
+    r#"x='a[$(touch P)]'; let x"#,
+    r#"x='a[$(touch P)]'; let y=x"#,
+    r#"x='a[$(touch P)]'; declare -i y=x"#,
+    r#"x='a[$(touch P)]'; declare -i y; y=x"#,
+    r#"x='a[$(touch P)]'; a=(1 2); echo ${a[x]}"#,
+    r#"x='a[$(touch P)]'; echo ${x:x}"#,
+    r#"x='a[$(touch P)]'; echo ${!x}"#,
+    r#"x='a[$(touch P)]'; echo "${!x}""#,
+    r#"x='a[$(touch P)]'; test -v "$x""#,
+    r#"x='a[$(touch P)]'; [ -v "$x" ]"#,
+    r#"x='a[$(touch P)]'; [[ -v $x ]]"#,
+    r#"x='a[$(touch P)]'; printf -v "$x" %s 1"#,
+    r#"x='a[$(touch P)]'; read "$x" <<< 1"#,
+    r#"x='a[$(touch P)]'; declare "$x=1""#,
+    r#"x='a[$(touch P)]'; local -n r=x 2>/dev/null; declare -n r=$x; echo $r"#,
+    r#"x='a[$(touch P)]'; echo ${a[$x]}"#,
+    r#"x='a[$(touch P)]'; for ((;x;)); do break; done"#,
+    r#"x='a[$(touch P)]'; case 1 in $((x))) ;; esac"#,
+    r#"x='a[$(touch P)]'; echo "$((x))""#,
+    r#"x='a[$(touch P)]'; echo ${x:0:x}"#,
+    r#"x='a[$(touch P)]'; shift $((x))"#,
+    r#"x='a[$(touch P)]'; a[x]=1"#,
+    r#"x='a[$(touch P)]'; export x; bash -c 'echo $((x))'"#,
+    r#"f() { echo $(($1)); }; f 'a[$(touch P)]'"#,
+    r#"set -- 'a[$(touch P)]'; echo $(($1))"#,
+    r#"echo 'a[$(touch P)]' > f; read x < f; echo $((x))"#,
+    r#"echo 'a[$(touch P)]' > f; mapfile -t a < f; echo $((a))"#,
+    r#"echo 'a[$(touch P)]' > f; while read -r x; do echo $((x)); done < f"#,
+    r#"printf -v x '%s' 'a[$(touch P)]'; echo $((x))"#,
+    r#"x='$(touch P)'; echo ${x@P}"#,
+    r#"x='$(touch P)'; echo "${x@P}""#,
+    r#"PS1='$(touch P)'; echo ${PS1@P}"#,
+    r#"x='`touch P`'; echo ${x@P}"#,
+    r#"test -v 'a[$(touch P)]'"#,
+    r#"[ -v 'a[$(touch P)]' ]"#,
+    r#"[[ -v 'a[$(touch P)]' ]]"#,
+    r#"printf -v 'a[$(touch P)]' x"#,
+    r#"printf -v'a[$(touch P)]' x"#,
+    r#"read 'a[$(touch P)]' <<< 1"#,
+    r#"let 'a[$(touch P)]=1'"#,
+    r#"let a\[\$\(touch\ P\)\]=1"#,
+    r#"declare 'a[$(touch P)]=1'"#,
+    r#"typeset 'a[$(touch P)]=1'"#,
+    r#"local 'a[$(touch P)]=1' 2>/dev/null; f() { local 'a[$(touch P)]=1'; }; f"#,
+    r#"compgen -W '$(touch P)' x"#,
+    r#"compgen -C 'touch P' x"#,
+    r#"echo x | mapfile -C 'touch P' -c 1 a"#,
+    r#"echo x | readarray -C 'touch P' -c 1 a"#,
+    r#"trap 'touch P' EXIT"#,
+    r#"trap -- 'touch P' EXIT"#,
+    r#"builtin trap 'touch P' EXIT"#,
+    r#"a['$(touch P)']=1"#,
+    r#"echo ${a['$(touch P)']}"#,
+    r#"echo $(( '$(touch P)' ))"#,
+    r#"a=(['$(touch P)']=1)"#,
+    r#"x=abc; echo ${x:'$(touch P)'}"#,
+    r#"echo touch P | bash /dev/stdin"#,
+    r#"echo touch P | sh /dev/stdin"#,
+    r#"echo touch P | bash /dev/fd/0"#,
+    r#"echo touch P | bash /proc/self/fd/0"#,
+    r#"echo touch P | bash -"#,
+    r#"echo touch P | bash -s"#,
+    r#"bash <(echo touch P)"#,
+    r#"source <(echo touch P)"#,
+    r#". <(echo touch P)"#,
+    r#"echo touch P | source /dev/stdin"#,
+    r#"bash //dev//stdin <<< 'touch P'"#,
+    r#"/lib64/ld-linux-x86-64.so.2 /usr/bin/touch P"#,
+    r#"/lib64/ld-linux-x86-64.so.2 --argv0 x /usr/bin/touch P"#,
+    r#"/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 /usr/bin/touch P"#,
+    r#"setpriv touch P"#,
+    r#"setpriv --reuid=0 touch P"#,
+    r#"prlimit touch P"#,
+    r#"prlimit --nofile=1024 touch P"#,
+    r#"prlimit -n1024 touch P"#,
+    r#"chrt -o 0 touch P"#,
+    r#"taskset -c 0 touch P"#,
+    r#"taskset 1 touch P"#,
+    r#"ionice -c 3 touch P"#,
+    r#"ionice touch P"#,
+    r#"nice touch P"#,
+    r#"nice -n 1 touch P"#,
+    r#"stdbuf -oL touch P"#,
+    r#"stdbuf -o L touch P"#,
+    r#"nohup touch P"#,
+    r#"setsid touch P"#,
+    r#"setsid -w touch P"#,
+    r#"timeout 5 touch P"#,
+    r#"timeout -k 1 5 touch P"#,
+    r#"flock lk touch P"#,
+    r#"flock -x lk touch P"#,
+    r#"flock lk -c 'touch P'"#,
+    r#"env touch P"#,
+    r#"env -i touch P"#,
+    r#"env -S 'touch P'"#,
+    r#"env -u X touch P"#,
+    r#"env --chdir=. touch P"#,
+    r#"time touch P"#,
+    r#"command touch P"#,
+    r#"builtin command touch P"#,
+    r#"exec touch P"#,
+    r#"script -qc 'touch P' /dev/null"#,
+    r#"script -q -c 'touch P' /dev/null"#,
+    r#"xargs touch <<< P"#,
+    r#"xargs -I{} touch {} <<< P"#,
+    r#"echo P | xargs touch"#,
+    r#"find . -maxdepth 0 -exec touch P \;"#,
+    r#"find . -maxdepth 0 -execdir touch P \;"#,
+    r#"find . -maxdepth 0 -exec sh -c 'touch P' \;"#,
+    r#"echo x | sed 's/x/touch P/e'"#,
+    r#"echo x | sed -e 's/x/touch P/e'"#,
+    r#"echo x | sed --expression='s/x/touch P/e'"#,
+    r#"echo x | sed --exp='s/x/touch P/e'"#,
+    r#"echo x | sed -n '1e touch P'"#,
+    r#"echo x | sed 'e touch P'"#,
+    r#"awk 'BEGIN{system("touch P")}'"#,
+    r#"awk 'BEGIN{print | "sh"}' <<< x; echo 'touch P' | awk '{print | "sh"}'"#,
+    r#"awk 'BEGIN { "touch P" | getline }'"#,
+    r#"git -c alias.x='!touch P' x"#,
+    r#"tar -cf a.tar f; tar -xf a.tar --to-command='touch P'"#,
+    r#"tar -cf a.tar f; tar -xf a.tar --to-c='touch P'"#,
+    r#"tar -cf a.tar f; tar --checkpoint=1 --checkpoint-action=exec='touch P' -xf a.tar"#,
+    r#"tar -cf a.tar -I 'touch P; gzip' f"#,
+    r#"tar -cf a.tar --use-compress-program='touch P; cat' f"#,
+    r#"bash -c 'touch P'"#,
+    r#"sh -c 'touch P'"#,
+    r#"bash -lc 'touch P'"#,
+    r#"bash --norc -c 'touch P'"#,
+    r#"bash -o posix -c 'touch P'"#,
+    r#"eval 'touch P'"#,
+    r#"eval touch P"#,
+    r#"$'\x74ouch' P"#,
+    r#"t\ouch P"#,
+    r#""touch" P"#,
+    r#"'to'uch P"#,
+    r#"touch${IFS}P"#,
+    r#"{touch,P}"#,
+    r#"x=touch; $x P"#,
+    r#"x=(touch P); "${x[@]}""#,
+    r#"f() { touch P; }; f"#,
+    r#"command_not_found_handle() { touch P; }; nosuchcmd"#,
+    r#"coproc touch P"#,
+    r#"touch P &"#,
+    r#"(touch P)"#,
+    r#"{ touch P; }"#,
+    r#"! touch P"#,
+    r#"if touch P; then :; fi"#,
+    r#"while touch P; do break; done"#,
+    r#"case x in x) touch P;; esac"#,
+    r#"echo $(touch P)"#,
+    r#"echo `touch P`"#,
+    r#"echo "$(touch P)""#,
+    r#"cat <(touch P)"#,
+    r#"$(touch P)"#,
+];
+
+#[test]
+fn no_line_that_runs_a_denied_program_is_allowed() {
+    let policy = Policy::from_json_value(serde_json::json!({
+        "defaults": {"shell_command": "allow", "file_read": "allow", "file_write": "allow"},
+        "layers": [{"name": "deny-list", "rules": [
+            {"kind": "shell_command", "effect": "deny", "pattern": "touch"}]}]
+    }))
+    .unwrap()
+    .compile()
+    .unwrap();
+    let mut ran = 0;
+    for line in HIDDEN_TOUCH {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), "x\n").unwrap();
+        let status = std::process::Command::new("bash")
+            .args(["-c", line])
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        if status.is_err() || !dir.path().join("P").exists() {
+            continue;
+        }
+        ran += 1;
+        let v = policy.explain_parts(ActionKind::ShellCommand, line, None);
+        assert_ne!(
+            v.effect,
+            Effect::Allow,
+            "{line:?} runs touch and was allowed"
+        );
+    }
+    assert!(
+        ran * 10 >= HIDDEN_TOUCH.len() * 8,
+        "only {ran} of {} lines ran",
+        HIDDEN_TOUCH.len()
+    );
+}

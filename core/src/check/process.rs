@@ -113,7 +113,18 @@ impl ProcessSpawnPlan {
         }
         let same = |v: &Verdict| v.effect == self.verdict.effect && v.reason == self.verdict.reason;
         if let Some(c) = self.commands.iter().find(|c| same(&c.verdict)) {
-            return Some(format!("command `{}`", c.command.program));
+            let code = c
+                .command
+                .code_arg
+                .and_then(|i| c.command.args.get(i))
+                .filter(|_| c.verdict.reason == Reason::UnresolvedShellConstruct);
+            return Some(match code {
+                Some(arg) => format!(
+                    "command `{}`, which runs code given in `{arg}`",
+                    c.command.program
+                ),
+                None => format!("command `{}`", c.command.program),
+            });
         }
         if let Some(r) = self.redirects.iter().find(|r| same(&r.verdict)) {
             let what = if r.redirect.write { "writes" } else { "reads" };
@@ -185,7 +196,7 @@ impl ProcessSpawnPlan {
         let mut verdict: Option<Verdict> = None;
         for command in &parsed.commands {
             let base = basename(&command.program).to_lowercase();
-            let mut v = policy.explain_program(&command.program, request.tool);
+            let mut v = policy.explain_command(command, request.tool);
             let denied_hit = match &denied {
                 Ok(set) => set.is_match(&base),
                 Err(()) => true,
@@ -217,6 +228,10 @@ impl ProcessSpawnPlan {
             Reason::UnresolvedShellConstruct,
         );
         let mut verdict = match verdict {
+            // Pure shell (`[[ -n x ]]`, `(( i++ ))`, `x=1`): no program runs.
+            None if parsed.unresolved.is_empty() && !parsed.internal.is_empty() => {
+                Verdict::without_rule(Effect::Allow, Arc::from(SHELL_LAYER), Reason::Default)
+            }
             None if parsed.unresolved.is_empty() => {
                 Verdict::without_rule(Effect::Deny, layer.clone(), Reason::InvalidTarget)
             }

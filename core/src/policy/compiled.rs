@@ -1,6 +1,12 @@
 //! The compiled policy: every glob translated once (by globset) and gathered per kind into
 //! multi-pattern regex sets, evaluated by the one function [`CompiledPolicy::explain`].
 //! `check` is `explain(..).effect`. Nothing here is recompiled per call.
+//!
+//! A `shell_command` pattern of several words is an argument rule: its first word joins the
+//! regex set (it matches the program's basename), the others match a prefix of the
+//! arguments, one glob per word. An allow word matches only an argument bash passes as
+//! written; a deny or ask word also matches an argument that is not static (it could be that
+//! word).
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
@@ -32,6 +38,44 @@ struct Entry {
     tool: Option<Regex>,
     /// Position in the policy (layer order, then rule order); the lowest match decides.
     order: usize,
+    /// For an argument rule, the globs of the words after the program, in order.
+    words: Vec<Regex>,
+    /// Whether `words` were compiled case-folded (deny and ask rules).
+    folded: bool,
+}
+
+/// The arguments of one simple command, for argument rules.
+#[derive(Clone, Copy)]
+struct Argv<'a> {
+    args: &'a [String],
+    args_static: &'a [bool],
+}
+
+impl Entry {
+    /// Whether the entry's argument words match a prefix of `argv` (always, for a rule of one
+    /// word).
+    fn matches_args(&self, argv: Option<Argv<'_>>) -> bool {
+        if self.words.is_empty() {
+            return true;
+        }
+        let Some(argv) = argv else { return false };
+        if argv.args.len() < self.words.len() {
+            return false;
+        }
+        self.words.iter().enumerate().all(|(i, glob)| {
+            let fixed = argv.args_static.get(i).copied().unwrap_or(false);
+            if !fixed {
+                // An allow never matches a word bash computes; a deny or ask always may.
+                return self.folded;
+            }
+            let arg = nfc(&argv.args[i]);
+            if self.folded {
+                glob.is_match(&fold_case(&arg))
+            } else {
+                glob.is_match(&arg)
+            }
+        })
+    }
 }
 
 /// Rules of one kind compiled into one multi-pattern regex set: one automaton pass per
@@ -46,7 +90,15 @@ struct RuleSet {
 impl RuleSet {
     /// The matching entry of the strictest effect (lowest order among equals) for any
     /// candidate, honouring tool filters.
-    fn strictest_match(&self, candidates: &[&str], tool: Option<&str>) -> Option<&Entry> {
+    /// `argv` is the simple command's arguments for argument rules (`None` matches no
+    /// argument rule); `min_words` skips rules of fewer words (program included).
+    fn strictest_match(
+        &self,
+        candidates: &[&str],
+        argv: Option<Argv<'_>>,
+        min_words: usize,
+        tool: Option<&str>,
+    ) -> Option<&Entry> {
         let set = self.set.as_ref()?;
         let mut best: Option<&Entry> = None;
         for candidate in candidates {
@@ -66,13 +118,25 @@ impl RuleSet {
                 let better = best.is_none_or(|b| {
                     (entry.rule.effect, Reverse(entry.order)) > (b.rule.effect, Reverse(b.order))
                 });
-                if tool_ok && better {
+                if tool_ok
+                    && better
+                    && entry.words.len() + 1 >= min_words
+                    && entry.matches_args(argv)
+                {
                     best = Some(entry);
                 }
             }
         }
         best
     }
+}
+
+/// What argument rules see of one evaluation.
+#[derive(Clone, Copy)]
+struct Args<'a> {
+    argv: Option<Argv<'a>>,
+    /// Allow rules of fewer words (program included) are skipped.
+    min_words: usize,
 }
 
 #[derive(Debug)]
@@ -122,6 +186,22 @@ fn compile_pattern(kind: ActionKind, pattern: &str, fold: bool) -> String {
     if fold { fold_case(&p).into_owned() } else { p }
 }
 
+/// A `shell_command` pattern of several words: the program's glob and the arguments' globs.
+fn argument_words(kind: ActionKind, pattern: &str) -> Option<(&str, Vec<&str>)> {
+    if kind != ActionKind::ShellCommand {
+        return None;
+    }
+    let mut words = pattern.split_whitespace();
+    let program = words.next()?;
+    let args: Vec<&str> = words.collect();
+    (!args.is_empty()).then_some((program, args))
+}
+
+/// The number of words of a rule's pattern (an argument rule has more than one).
+pub(crate) fn pattern_words(pattern: &str) -> usize {
+    pattern.split_whitespace().count().max(1)
+}
+
 fn build_set(
     policy: &Policy,
     kind: ActionKind,
@@ -146,6 +226,25 @@ fn build_set(
                     message,
                 };
             let text = compile_pattern(kind, &rule.pattern, fold);
+            let mut words = Vec::new();
+            let text = match argument_words(kind, &text) {
+                Some((program, args)) => {
+                    for word in args {
+                        let re = glob_regex(word)
+                            .map_err(|e| e.kind().to_string())
+                            .and_then(|re| {
+                                RegexBuilder::new(&re)
+                                    .dot_matches_new_line(true)
+                                    .build()
+                                    .map_err(|e| e.to_string())
+                            })
+                            .map_err(|message| glob_error("pattern", &rule.pattern, message))?;
+                        words.push(re);
+                    }
+                    program.to_owned()
+                }
+                None => text,
+            };
             let regex = glob_regex(&text)
                 .map_err(|e| glob_error("pattern", &rule.pattern, e.kind().to_string()))?;
             let tool = match &rule.tool {
@@ -168,6 +267,8 @@ fn build_set(
                 layer: layer_name.clone(),
                 tool,
                 order,
+                words,
+                folded: fold,
             });
         }
     }
@@ -261,6 +362,7 @@ impl CompiledPolicy {
                     kind,
                     &[&path, base][..n],
                     &[&folded, folded_base][..n],
+                    None,
                     tool,
                 )
             }
@@ -271,8 +373,8 @@ impl CompiledPolicy {
                 };
                 // Hosts are already lowercase; the folded candidates are the same strings.
                 match t.host_port() {
-                    Some(hp) => self.evaluate(kind, &[&t.host, &hp], &[&t.host, &hp], tool),
-                    None => self.evaluate(kind, &[&t.host], &[&t.host], tool),
+                    Some(hp) => self.evaluate(kind, &[&t.host, &hp], &[&t.host, &hp], None, tool),
+                    None => self.evaluate(kind, &[&t.host], &[&t.host], None, tool),
                 }
             }
             ActionKind::ShellCommand => {
@@ -281,7 +383,7 @@ impl CompiledPolicy {
             _ => {
                 let exact = nfc(target);
                 let folded = fold_case(&exact);
-                self.evaluate(kind, &[&exact], &[&folded], tool)
+                self.evaluate(kind, &[&exact], &[&folded], None, tool)
             }
         }
     }
@@ -336,19 +438,67 @@ impl CompiledPolicy {
                 fold.push(folded_base);
             }
         }
-        self.evaluate(kind, &exact, &fold, tool)
+        self.evaluate(kind, &exact, &fold, None, tool)
     }
 
     /// Evaluate one already-resolved program name (a `shell_command` simple command): rules
-    /// match its basename.
+    /// match its basename. Argument rules never match without arguments; prefer
+    /// [`explain_command`](Self::explain_command).
     pub fn explain_program(&self, program: &str, tool: Option<&str>) -> Verdict {
+        self.explain_argv(program, None, 0, tool)
+    }
+
+    /// Evaluate one simple command: rules match its program's basename, argument rules a
+    /// prefix of its arguments too. A command that runs code given in an argument
+    /// ([`shell::SimpleCommand::code_arg`]) is allowed only by an allow rule whose words
+    /// reach that argument; otherwise it asks at least.
+    pub fn explain_command(&self, command: &shell::SimpleCommand, tool: Option<&str>) -> Verdict {
+        let argv = Argv {
+            args: &command.args,
+            args_static: &command.args_static,
+        };
+        let verdict = self.explain_argv(&command.program, Some(argv), 0, tool);
+        let Some(at) = command.code_arg else {
+            return verdict;
+        };
+        if verdict.effect != Effect::Allow {
+            return verdict;
+        }
+        let reaches = |v: &Verdict| {
+            v.reason == Reason::AllowRule
+                && v.rule
+                    .as_ref()
+                    .is_some_and(|r| pattern_words(&r.pattern) > at + 1)
+        };
+        if reaches(&verdict) {
+            return verdict;
+        }
+        let narrow = self.explain_argv(&command.program, Some(argv), at + 2, tool);
+        if narrow.effect == Effect::Allow && reaches(&narrow) {
+            return narrow;
+        }
+        Verdict::without_rule(
+            Effect::Ask,
+            self.shell_layer.clone(),
+            Reason::UnresolvedShellConstruct,
+        )
+    }
+
+    fn explain_argv(
+        &self,
+        program: &str,
+        argv: Option<Argv<'_>>,
+        min_words: usize,
+        tool: Option<&str>,
+    ) -> Verdict {
         if program.is_empty() || program.contains('\0') {
             return self.invalid_target();
         }
         let program = fold_platform_separators(program);
         let exact = nfc(basename(&program));
         let folded = fold_case(&exact);
-        self.evaluate(ActionKind::ShellCommand, &[&exact], &[&folded], tool)
+        let args = Args { argv, min_words };
+        self.evaluate_with(ActionKind::ShellCommand, &[&exact], &[&folded], args, tool)
     }
 
     fn invalid_target(&self) -> Verdict {
@@ -359,18 +509,31 @@ impl CompiledPolicy {
         )
     }
 
-    /// The one evaluation: deny/ask rules on the folded candidates, then allow rules on the
-    /// exact ones, then the default; then every cap, the strictest verdict winning.
     fn evaluate(
         &self,
         kind: ActionKind,
         exact: &[&str],
         folded: &[&str],
+        argv: Option<Argv<'_>>,
         tool: Option<&str>,
     ) -> Verdict {
-        let mut verdict = self.evaluate_own(kind, exact, folded, tool);
+        let args = Args { argv, min_words: 0 };
+        self.evaluate_with(kind, exact, folded, args, tool)
+    }
+
+    /// The one evaluation: deny/ask rules on the folded candidates, then allow rules on the
+    /// exact ones, then the default; then every cap, the strictest verdict winning.
+    fn evaluate_with(
+        &self,
+        kind: ActionKind,
+        exact: &[&str],
+        folded: &[&str],
+        args: Args<'_>,
+        tool: Option<&str>,
+    ) -> Verdict {
+        let mut verdict = self.evaluate_own(kind, exact, folded, args, tool);
         for cap in &self.caps {
-            let capped = cap.policy.evaluate(kind, exact, folded, tool);
+            let capped = cap.policy.evaluate_with(kind, exact, folded, args, tool);
             if capped.effect > verdict.effect {
                 verdict = Verdict {
                     layer: cap.name.clone(),
@@ -386,6 +549,7 @@ impl CompiledPolicy {
         kind: ActionKind,
         exact: &[&str],
         folded: &[&str],
+        args: Args<'_>,
         tool: Option<&str>,
     ) -> Verdict {
         let Some(rules) = self.kinds.get(kind.index()) else {
@@ -393,8 +557,12 @@ impl CompiledPolicy {
         };
         let hit = rules
             .restrict
-            .strictest_match(folded, tool)
-            .or_else(|| rules.allow.strictest_match(exact, tool));
+            .strictest_match(folded, args.argv, 0, tool)
+            .or_else(|| {
+                rules
+                    .allow
+                    .strictest_match(exact, args.argv, args.min_words, tool)
+            });
         match hit {
             Some(entry) => Verdict {
                 effect: entry.rule.effect,
@@ -417,7 +585,7 @@ impl CompiledPolicy {
     fn evaluate_shell(&self, parsed: &shell::ParsedCommandLine, tool: Option<&str>) -> Verdict {
         let mut verdict: Option<Verdict> = None;
         for command in &parsed.commands {
-            let v = self.explain_program(&command.program, tool);
+            let v = self.explain_command(command, tool);
             verdict = Some(match verdict {
                 Some(prev) => prev.stricter(v),
                 None => v,
@@ -444,6 +612,10 @@ impl CompiledPolicy {
             )
         };
         match verdict {
+            // Pure shell (`[[ -n x ]]`, `(( i++ ))`, `x=1`): no program runs, nothing to judge.
+            None if parsed.unresolved.is_empty() && !parsed.internal.is_empty() => {
+                Verdict::without_rule(Effect::Allow, self.shell_layer.clone(), Reason::Default)
+            }
             None if parsed.unresolved.is_empty() => self.invalid_target(),
             None => unresolved_floor(),
             Some(v) if !parsed.unresolved.is_empty() && v.effect == Effect::Allow => {

@@ -12,11 +12,21 @@
 //! reported. `find -delete` is reported as a synthetic `rm` command (with the `find` arguments
 //! as its arguments), so a policy that denies or asks for `rm` also covers it.
 //!
+//! Code hidden in data is reported as unresolved: prompt expansion, arithmetic contexts that
+//! read variables on a line that stores data it does not fix, subscripts that evaluate code,
+//! builtins that run a string (`trap`, `mapfile -C`, `compgen -C`), scripts read from a
+//! stream (`bash /dev/stdin`). Programs that run code given in their own arguments (`sed` with
+//! `e`, `ssh -o ProxyCommand=`, `find -exec`, `xargs`, ...) are marked with the argument that
+//! carries it ([`SimpleCommand::code_arg`]), so only an argument rule can allow them. Pure
+//! shell (`[[ -n x ]]`, `(( i++ ))`, `x=1`) runs no program and is reported in `internal`.
+//!
 //! File redirections are reported too (`> f`, `>> f`, `&> f`, `>| f`, `>& f` write `f`;
 //! `< f` reads it), wherever they appear: on a command, a compound statement or inside a
 //! `sh -c` string. A redirection whose target is not static (an expansion, a glob, `~`) is
 //! unresolved, and so is a relative target on a line that changes directory first.
 
+mod builtins;
+mod programs;
 mod wrappers;
 
 use tree_sitter::{Node, Parser};
@@ -29,6 +39,11 @@ pub struct SimpleCommand {
     /// The arguments, unquoted (an argument that cannot be resolved statically keeps its
     /// source text).
     pub args: Vec<String>,
+    /// Per argument: true when bash passes exactly `args[i]` (no expansion, no glob).
+    pub args_static: Vec<bool>,
+    /// The index into `args` of the first argument that makes the program run code it was
+    /// given (`sed` with `e`, `ssh -o ProxyCommand=`, `find -exec`, the command of `xargs`).
+    pub code_arg: Option<usize>,
 }
 
 /// What a command line would run.
@@ -43,6 +58,13 @@ pub struct ParsedCommandLine {
     pub plain: bool,
     /// Every file redirection with a static target, in source order.
     pub redirects: Vec<Redirect>,
+    /// Shell-internal constructs that run no program (`test`, `arithmetic`, `assignment`,
+    /// `declaration`, `unset`): a line of only these has nothing for a rule to judge.
+    pub internal: Vec<&'static str>,
+    /// The line stores data it does not fix in a variable (see [`builtins`]).
+    stores_data: bool,
+    /// The line reads a variable in an arithmetic context.
+    arithmetic_reads_variable: bool,
 }
 
 /// A file the shell itself opens for a redirection.
@@ -72,6 +94,12 @@ impl ParsedCommandLine {
     fn unresolved(&mut self, what: &'static str) {
         if !self.unresolved.contains(&what) {
             self.unresolved.push(what);
+        }
+    }
+
+    fn internal(&mut self, what: &'static str) {
+        if !self.internal.contains(&what) {
+            self.internal.push(what);
         }
     }
 }
@@ -104,6 +132,9 @@ pub fn is_injection_variable(name: &str) -> bool {
 pub fn parse_command_line(line: &str) -> ParsedCommandLine {
     let mut parsed = ParsedCommandLine::default();
     parse_into(line, 0, &mut parsed);
+    if parsed.stores_data && parsed.arithmetic_reads_variable {
+        parsed.unresolved("variable_in_arithmetic");
+    }
     parsed.plain = parsed.unresolved.is_empty() && is_plain_line(line);
     // A relative target is judged against the command's working directory; a line that
     // changes directory first would write somewhere else.
@@ -117,6 +148,10 @@ pub fn parse_command_line(line: &str) -> ParsedCommandLine {
         parsed.unresolved("directory_change_before_redirect");
     }
     parsed
+}
+
+fn basename(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
 }
 
 fn is_plain_line(line: &str) -> bool {
@@ -212,6 +247,10 @@ impl Word {
     fn value(&self) -> String {
         self.text.clone().unwrap_or_else(|| self.raw.clone())
     }
+
+    fn is_static(&self) -> bool {
+        self.text.is_some() && !self.globby
+    }
 }
 
 struct Walker<'s, 'o> {
@@ -239,12 +278,59 @@ impl Walker<'_, '_> {
             "process_substitution" => self.out.unresolved("process_substitution"),
             "variable_assignment" => self.assignment(node),
             "file_redirect" => self.redirect(node),
-            "arithmetic_expansion" | "test_command" => {
-                let t = self.text(node);
+            "arithmetic_expansion" => {
+                let t = self.text(node).to_owned();
                 if t.contains('[') && (t.contains("$(") || t.contains('`')) {
                     self.out.unresolved("arithmetic_subscript");
                 }
+                builtins::arithmetic(builtins::arithmetic_body(&t), self.out);
             }
+            "test_command" => {
+                let t = self.text(node).to_owned();
+                if t.starts_with("((") {
+                    builtins::arithmetic(builtins::arithmetic_body(&t), self.out);
+                    self.out.internal("arithmetic");
+                } else {
+                    builtins::test_expression(&t, self.out);
+                    self.out.internal("test");
+                }
+            }
+            "compound_statement" if self.text(node).starts_with("((") => {
+                let t = self.text(node).to_owned();
+                builtins::arithmetic(builtins::arithmetic_body(&t), self.out);
+                self.out.internal("arithmetic");
+            }
+            "c_style_for_statement" => {
+                for field in ["initializer", "condition", "update"] {
+                    let mut cursor = node.walk();
+                    for part in node.children_by_field_name(field, &mut cursor) {
+                        let t = self.text(part).to_owned();
+                        builtins::arithmetic(&t, self.out);
+                    }
+                }
+            }
+            "expansion" => {
+                let t = self.text(node).to_owned();
+                builtins::expansion(&t, self.out);
+            }
+            "array" => {
+                let mut cursor = node.walk();
+                let elements: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+                for element in elements {
+                    let t = self.text(element).to_owned();
+                    builtins::array_element(&t, self.out);
+                }
+            }
+            "for_statement" | "select_statement" => {
+                let mut cursor = node.walk();
+                let values: Vec<Node<'_>> =
+                    node.children_by_field_name("value", &mut cursor).collect();
+                for value in values {
+                    let w = self.word(value);
+                    builtins::stored_value(&w, self.out);
+                }
+            }
+            "declaration_command" | "unset_command" => self.declaration(node),
             "heredoc_body" => {
                 let t = self.text(node);
                 if t.contains("$(") || t.contains('`') {
@@ -261,11 +347,77 @@ impl Walker<'_, '_> {
 
     fn assignment(&mut self, node: Node<'_>) {
         if let Some(name) = node.child_by_field_name("name") {
-            let name = self.text(name);
+            if name.kind() == "subscript"
+                && let Some(index) = name.child_by_field_name("index")
+            {
+                let t = self.text(index).to_owned();
+                builtins::arithmetic(&t, self.out);
+            }
+            let name = name
+                .child_by_field_name("name")
+                .map_or_else(|| self.text(name), |n| self.text(n));
             if is_injection_variable(name) {
                 self.out.unresolved("environment_injection");
             }
         }
+        if let Some(value) = node.child_by_field_name("value") {
+            let w = self.word(value);
+            builtins::stored_value(&w, self.out);
+        }
+        self.out.internal("assignment");
+    }
+
+    /// `declare`, `typeset`, `local`, `export`, `readonly` and `unset`: their own nodes, not
+    /// commands, but builtins judged like any command (by the keyword's rule).
+    fn declaration(&mut self, node: Node<'_>) {
+        let keyword = node
+            .child(0)
+            .map(|k| self.text(k).to_owned())
+            .unwrap_or_default();
+        let mut args = Vec::new();
+        let mut words = Vec::new();
+        let mut cursor = node.walk();
+        let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+        for child in children {
+            if child.kind() == "variable_assignment" {
+                let name = child
+                    .child_by_field_name("name")
+                    .map(|n| self.text(n).to_owned())
+                    .unwrap_or_default();
+                let value = match child.child_by_field_name("value") {
+                    Some(v) => self.word(v),
+                    None => Word::literal(String::new()),
+                };
+                words.push(Word {
+                    text: value.text.as_ref().map(|v| format!("{name}={v}")),
+                    raw: self.text(child).to_owned(),
+                    globby: value.globby,
+                });
+                args.push(builtins::DeclArg::Assign { name, value });
+            } else {
+                let w = self.word(child);
+                words.push(w.clone());
+                args.push(builtins::DeclArg::of(w));
+            }
+        }
+        if keyword == "unset" {
+            for w in &words {
+                if !w.text.as_deref().is_some_and(|t| t.starts_with('-')) {
+                    builtins::name_argument(w, self.out);
+                }
+            }
+        } else {
+            builtins::declaration(args, self.out);
+        }
+        if keyword.is_empty() {
+            return self.out.unresolved("parse_error");
+        }
+        self.out.commands.push(SimpleCommand {
+            program: keyword,
+            args: words.iter().map(Word::value).collect(),
+            args_static: words.iter().map(Word::is_static).collect(),
+            code_arg: None,
+        });
     }
 
     /// A `file_redirect`: `[N]op destination`. Duplications and closes (`>&2`, `<&0`, `>&-`)
@@ -321,13 +473,18 @@ impl Walker<'_, '_> {
         let raw = self.text(node).to_owned();
         let mut globby = false;
         let text = self.value(node, &mut globby);
+        // Quoted code (`'a[$(cmd)]'`) or file names from a glob can reach a variable as
+        // positional parameters.
+        if globby || text.as_deref().is_some_and(|t| t.contains(['$', '`'])) {
+            self.out.stores_data = true;
+        }
         Word { text, raw, globby }
     }
 
     fn value(&mut self, node: Node<'_>, globby: &mut bool) -> Option<String> {
         let raw = self.text(node);
         match node.kind() {
-            "word" | "number" => {
+            "word" | "number" | "variable_name" => {
                 if raw.bytes().any(|b| b"*?[{".contains(&b)) {
                     *globby = true;
                 }
@@ -513,6 +670,7 @@ fn simple_command(words: Vec<Word>, depth: usize, out: &mut ParsedCommandLine) {
         return;
     }
     let mut iter = words.into_iter().peekable();
+    let mut assigned = false;
     // Leading `NAME=value` assignments set the environment; the program follows them.
     while let Some(w) = iter.peek() {
         match w.text.as_deref() {
@@ -521,12 +679,18 @@ fn simple_command(words: Vec<Word>, depth: usize, out: &mut ParsedCommandLine) {
                 if is_injection_variable(name.trim_end_matches('+')) {
                     out.unresolved("environment_injection");
                 }
+                assigned = true;
                 iter.next();
             }
             _ => break,
         }
     }
-    let Some(program) = iter.next() else { return };
+    let Some(program) = iter.next() else {
+        if assigned {
+            out.internal("assignment");
+        }
+        return;
+    };
     let rest: Vec<Word> = iter.collect();
     let Some(name) = program.text.clone() else {
         out.unresolved("dynamic_command_name");
@@ -539,11 +703,18 @@ fn simple_command(words: Vec<Word>, depth: usize, out: &mut ParsedCommandLine) {
         out.unresolved("dynamic_command_name");
         return;
     }
+    let index = out.commands.len();
     out.commands.push(SimpleCommand {
         program: name.clone(),
         args: rest.iter().map(Word::value).collect(),
+        args_static: rest.iter().map(Word::is_static).collect(),
+        code_arg: None,
     });
-    wrappers::follow(&name, rest, depth, out);
+    let code_arg = programs::code_argument(&name, &rest, depth, out);
+    let code_arg = wrappers::follow(&name, rest, depth, out).or(code_arg);
+    if let Some(command) = out.commands.get_mut(index) {
+        command.code_arg = code_arg;
+    }
 }
 
 #[cfg(test)]
@@ -609,6 +780,68 @@ mod tests {
             let (_, u) = programs(line);
             assert!(u.contains(&what), "{line}: {u:?}");
         }
+    }
+
+    #[test]
+    fn code_arguments_are_marked() {
+        let code = |line: &str| {
+            parse_command_line(line)
+                .commands
+                .into_iter()
+                .map(|c| (c.program, c.code_arg))
+                .collect::<Vec<_>>()
+        };
+        let c = |p: &str, at: Option<usize>| (p.to_owned(), at);
+        assert_eq!(code("sed -n 's/a/b/e' f"), vec![c("sed", Some(1))]);
+        assert_eq!(code("sed -n 's/a/b/p' f"), vec![c("sed", None)]);
+        assert_eq!(
+            code("find . -name x -exec cat {} +"),
+            vec![c("find", Some(3)), c("cat", None)]
+        );
+        assert_eq!(
+            code("xargs -0 grep x"),
+            vec![c("xargs", Some(1)), c("grep", None)]
+        );
+        assert_eq!(code("xargs"), vec![c("xargs", None), c("echo", None)]);
+        assert_eq!(
+            code("ssh -o ProxyCommand='nc %h %p' host"),
+            vec![c("ssh", Some(1)), c("nc", None)]
+        );
+        assert_eq!(code("ssh -p 22 host ls -o x"), vec![c("ssh", None)]);
+        assert_eq!(code("vim +42 f"), vec![c("vim", None)]);
+    }
+
+    #[test]
+    fn static_arguments_are_told_from_computed_ones() {
+        let p = parse_command_line("git \"status\" $x *.rs 'a b'");
+        assert_eq!(p.commands[0].args_static, vec![true, false, false, true]);
+    }
+
+    #[test]
+    fn pure_shell_is_internal_and_runs_nothing() {
+        for (line, what) in [
+            ("[[ -n x ]]", "test"),
+            ("(( i++ ))", "arithmetic"),
+            ("x=1", "assignment"),
+            ("x=1; y=$x", "assignment"),
+        ] {
+            let p = parse_command_line(line);
+            assert!(p.commands.is_empty(), "{line}: {:?}", p.commands);
+            assert!(p.unresolved.is_empty(), "{line}: {:?}", p.unresolved);
+            assert!(p.internal.contains(&what), "{line}: {:?}", p.internal);
+        }
+        for line in ["", "   ", "# only a comment"] {
+            assert!(parse_command_line(line).internal.is_empty(), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn stored_data_and_arithmetic_reads_meet_only_together() {
+        let u = |line: &str| parse_command_line(line).unresolved;
+        assert!(u("x='a[$(id)]'; echo $((x))").contains(&"variable_in_arithmetic"));
+        assert!(u("echo $((x))").is_empty());
+        assert!(u("x='a[$(id)]'; echo $x").is_empty());
+        assert!(u("read x; echo ${x:x}").contains(&"variable_in_arithmetic"));
     }
 
     #[test]
