@@ -726,6 +726,10 @@ async fn a_target_swapped_for_a_symlink_while_the_approval_is_pending_runs_nothi
     let g = gate(&t, "t", PermissionMode::Supervised, Arc::new(approver));
     let inv = ToolInvocation::new(ActionKind::FileWrite, target.to_str().unwrap());
     let denial = g.open_write(&inv).await.unwrap().unwrap_err();
-    assert!(denial.reason.contains("now resolves to"), "{}", denial.reason);
+    assert!(
+        denial.reason.contains("now resolves to"),
+        "{}",
+        denial.reason
+    );
     assert_eq!(std::fs::read_to_string(&other).unwrap(), "other");
 }
