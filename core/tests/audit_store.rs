@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use turngate::approval::{ApprovalResolution, TurnPermissionApprovalRequest};
 use turngate::audit::{
-    AuditDecision, AuditError, AuditEventKind, AuditStore, ProfileSource, SCHEMA_VERSION,
-    SqliteAuditStore, StoredResolution, TurnPermissionAuditEvent,
+    AuditDecision, AuditError, AuditEventKind, AuditStore, Consumed, ProfileSource,
+    SCHEMA_VERSION, SqliteAuditStore, StoredResolution, TurnPermissionAuditEvent,
 };
 use turngate::{Action, ActionKind, PermissionMode, Reason};
 
@@ -186,6 +186,83 @@ fn an_older_schema_is_migrated_and_keeps_its_events() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
     assert_eq!(v, SCHEMA_VERSION);
+}
+
+#[test]
+fn a_version_2_store_migrates_forward_with_its_times_and_its_pending_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.db");
+    let action = Action::new(ActionKind::ShellCommand, "make");
+    let request =
+        TurnPermissionApprovalRequest::for_action("old", &action, Reason::Default, None).unwrap();
+    {
+        // The version-2 schema with one event (recorded 2025-11-30T10:00:00.250Z) and one
+        // pending approval, as milestone 1 wrote them.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE audit_events (
+                turn_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
+                profile_mode TEXT NOT NULL, profile_source TEXT NOT NULL, item_id TEXT,
+                tool_id TEXT, action_kind TEXT, request_key TEXT, decision TEXT, reason TEXT,
+                cached_approval_used INTEGER NOT NULL, recorded_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (turn_id, seq));
+             INSERT INTO audit_events VALUES ('old', 1, 'decision_denied', 'supervised',
+                'composer', NULL, NULL, 'file_write', NULL, 'deny', 'outside_roots', 0,
+                1764496800250);
+             CREATE TABLE approvals (
+                request_id TEXT PRIMARY KEY, turn_id TEXT NOT NULL, request_json TEXT NOT NULL,
+                action_json TEXT NOT NULL, created_at_ms INTEGER NOT NULL, resolution TEXT,
+                resolution_reason TEXT, resolved_at_ms INTEGER);
+             PRAGMA user_version = 2;",
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO approvals (request_id, turn_id, request_json, action_json, created_at_ms)
+             VALUES (?1, 'old', ?2, ?3, 0)",
+            rusqlite::params![
+                request.id,
+                serde_json::to_string(&request).unwrap(),
+                serde_json::to_string(&action).unwrap()
+            ],
+        )
+        .unwrap();
+    }
+    let store = SqliteAuditStore::open(&path).unwrap();
+    let replay = store.replay("old").unwrap();
+    assert_eq!(
+        replay[0].timestamp.as_deref(),
+        Some("2025-11-30T10:00:00.250Z")
+    );
+    assert_eq!(replay[0].reason.as_deref(), Some("outside_roots"));
+    assert_eq!(replay[0].target, None);
+    // The old pending request is still there, without a snapshot and unspent; it can be
+    // resolved (and, lacking a snapshot, never run: see the gate tests).
+    let stored = store.approval(&request.id).unwrap().unwrap();
+    assert_eq!((stored.snapshot, stored.used), (None, false));
+    assert_eq!(store.pending_approvals().unwrap().len(), 1);
+    store
+        .resolve(
+            &request.id,
+            StoredResolution::new(ApprovalResolution::AllowOnce, "responder"),
+        )
+        .unwrap();
+    assert_eq!(store.consume(&request.id).unwrap(), Consumed::Spent);
+    assert_eq!(store.consume(&request.id).unwrap(), Consumed::AlreadyUsed);
+}
+
+#[test]
+fn opening_an_existing_store_never_creates_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no/such/dir/audit.db");
+    let err = SqliteAuditStore::open_existing(&missing).unwrap_err();
+    assert!(matches!(err, AuditError::Missing(ref p) if p.contains("no/such/dir")), "{err}");
+    assert!(!dir.path().join("no").exists());
+    let path = dir.path().join("a.db");
+    assert!(SqliteAuditStore::open_existing(&path).is_err());
+    assert!(!path.exists());
+    drop(SqliteAuditStore::open(&path).unwrap());
+    let store = SqliteAuditStore::open_existing(&path).unwrap();
+    assert!(store.turns().unwrap().is_empty());
 }
 
 #[test]
