@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use turngate::approval::{ApprovalResolution, TurnPermissionApprovalRequest};
 use turngate::audit::{
-    AuditDecision, AuditError, AuditEventKind, AuditStore, Consumed, ProfileSource,
-    SCHEMA_VERSION, SqliteAuditStore, StoredResolution, TurnPermissionAuditEvent,
+    AuditDecision, AuditError, AuditEventKind, AuditStore, Consumed, ProfileSource, SCHEMA_VERSION,
+    SqliteAuditStore, StoredResolution, TurnPermissionAuditEvent,
 };
 use turngate::{Action, ActionKind, PermissionMode, Reason};
 
@@ -255,7 +255,10 @@ fn opening_an_existing_store_never_creates_one() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no/such/dir/audit.db");
     let err = SqliteAuditStore::open_existing(&missing).unwrap_err();
-    assert!(matches!(err, AuditError::Missing(ref p) if p.contains("no/such/dir")), "{err}");
+    assert!(
+        matches!(err, AuditError::Missing(ref p) if p.contains("no/such/dir")),
+        "{err}"
+    );
     assert!(!dir.path().join("no").exists());
     let path = dir.path().join("a.db");
     assert!(SqliteAuditStore::open_existing(&path).is_err());
