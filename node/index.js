@@ -62,14 +62,26 @@ function reasonOf(error) {
 
 /** Wraps a JavaScript approver for the addon: its answers normalized, a thrown error or a
  * rejection turned into a denial carrying the message. */
+// Answers still pending, held until they settle. Nothing else may reference the Promise an
+// approver returns while a person decides (`new Promise(() => {})` until then); without this
+// the garbage collector takes it and the callbacks the addon attached, and the ask fails with
+// "channel closed" instead of staying pending.
+const pendingAnswers = new Set()
+
 function wrapApprover(fn) {
   if (typeof fn !== 'function') throw new InvalidInputError('approver: expected a function', 'Invalid')
-  return async (ask) => {
-    try {
-      return decisionOf(await fn(ask))
-    } catch (error) {
-      return { decision: 'deny', reason: reasonOf(error) }
-    }
+  return (ask) => {
+    const answer = (async () => {
+      try {
+        return decisionOf(await fn(ask))
+      } catch (error) {
+        return { decision: 'deny', reason: reasonOf(error) }
+      }
+    })()
+    pendingAnswers.add(answer)
+    // `answer` never rejects (a failure is a denial), so this chain needs no handler.
+    answer.finally(() => pendingAnswers.delete(answer))
+    return answer
   }
 }
 
