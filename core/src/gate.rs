@@ -375,6 +375,15 @@ impl Under {
     }
 }
 
+/// What [`Gate::resume_checked`] decided, and what the action runs under.
+struct Resumed {
+    auth: Authorization,
+    /// The stored snapshot intersected with the gate's; `None` for a request stored without one.
+    under: Option<Under>,
+    /// The stored call, with the cwd the request was shown with.
+    inv: ToolInvocation,
+}
+
 /// One audit row about an action, before it is appended.
 struct Row<'a> {
     kind: AuditEventKind,
@@ -898,23 +907,37 @@ impl Gate {
     /// For a shell command use [`Gate::resume_spawn`], which also runs it under the stored
     /// snapshot's sandbox.
     pub fn resume(&self, request_id: &str, decision: Decision) -> Result<Authorization, GateError> {
-        self.resume_checked(request_id, decision, None)
-            .map(|(auth, _)| auth)
+        self.resume_checked(request_id, Some(decision), None)
+            .map(|r| r.auth)
     }
 
-    /// [`Gate::resume`], refusing before anything is resolved or spent when the stored (or
-    /// modified) action is not of `required` kind. Returns the snapshot the action must run
-    /// under.
+    /// [`Gate::resume`] from one read of the stored request, refusing before anything is
+    /// resolved or spent when the stored (or modified) action is not of `required` kind.
+    /// `decision: None` decides nothing: the request must already be approved (what
+    /// [`Gate::run_approved`] runs).
     fn resume_checked(
         &self,
         request_id: &str,
-        decision: Decision,
+        decision: Option<Decision>,
         required: Option<ActionKind>,
-    ) -> Result<(Authorization, Option<Under>), GateError> {
+    ) -> Result<Resumed, GateError> {
         let stored: StoredApproval = self
             .store
             .approval(request_id)?
             .ok_or_else(|| GateError::UnknownRequest(request_id.to_owned()))?;
+        let decision = match (decision, &stored.resolution) {
+            (Some(d), _) => d,
+            (None, Some(r)) if r.resolution.is_allow() => Decision::Defer,
+            (None, state) => {
+                return Err(GateError::NotApproved {
+                    request: request_id.to_owned(),
+                    state: state.as_ref().map_or_else(
+                        || "still pending".to_owned(),
+                        |r| format!("resolved as {}", r.resolution.as_str()),
+                    ),
+                });
+            }
+        };
         if let Some(kind) = required {
             if stored.action.kind != kind {
                 return Err(GateError::WrongKind {
@@ -1008,7 +1031,11 @@ impl Gate {
             verdict,
         };
         let auth = self.settle(under, &inv, ctx, result, recorded.as_ref())?;
-        Ok((auth, stored_under))
+        Ok(Resumed {
+            auth,
+            under: stored_under,
+            inv,
+        })
     }
 
     /// Decide a deferred shell command and, when it is allowed, run exactly its stored action
@@ -1019,21 +1046,23 @@ impl Gate {
         request_id: &str,
         decision: Decision,
     ) -> Result<SpawnResult, GateError> {
-        let (auth, under) =
-            self.resume_checked(request_id, decision, Some(ActionKind::ShellCommand))?;
-        let under = under.ok_or_else(|| GateError::NoSnapshot(request_id.to_owned()))?;
-        match auth {
+        self.resume_and_run(request_id, Some(decision)).await
+    }
+
+    async fn resume_and_run(
+        &self,
+        request_id: &str,
+        decision: Option<Decision>,
+    ) -> Result<SpawnResult, GateError> {
+        let resumed = self.resume_checked(request_id, decision, Some(ActionKind::ShellCommand))?;
+        let under = resumed
+            .under
+            .ok_or_else(|| GateError::NoSnapshot(request_id.to_owned()))?;
+        match resumed.auth {
             Authorization::Allowed { action, .. } => {
-                let stored = self.store.approval(request_id)?;
-                let cwd = stored
-                    .as_ref()
-                    .and_then(|s| stored_cwd(&s.request))
-                    .map(PathBuf::from);
-                let inv = ToolInvocation {
-                    cwd: cwd.clone(),
-                    ..ToolInvocation::new(action.kind, action.target.clone())
-                };
-                self.run_action(&under, &inv, &action, cwd.as_deref()).await
+                let cwd = resumed.inv.cwd.clone();
+                self.run_action(&under, &resumed.inv, &action, cwd.as_deref())
+                    .await
             }
             Authorization::Denied(denial) => Ok(SpawnResult::Denied(denial)),
             Authorization::Deferred { request } => Ok(SpawnResult::Deferred(request)),
@@ -1047,21 +1076,7 @@ impl Gate {
     /// [`GateError::AlreadyUsed`]. There is no way to run a command line that no decision
     /// covered.
     pub async fn run_approved(&self, request_id: &str) -> Result<SpawnResult, GateError> {
-        let stored = self
-            .store
-            .approval(request_id)?
-            .ok_or_else(|| GateError::UnknownRequest(request_id.to_owned()))?;
-        match &stored.resolution {
-            None => Err(GateError::NotApproved {
-                request: request_id.to_owned(),
-                state: "still pending".to_owned(),
-            }),
-            Some(r) if !r.resolution.is_allow() => Err(GateError::NotApproved {
-                request: request_id.to_owned(),
-                state: format!("resolved as {}", r.resolution.as_str()),
-            }),
-            Some(_) => self.resume_spawn(request_id, Decision::Defer).await,
-        }
+        self.resume_and_run(request_id, None).await
     }
 
     /// Authorize a shell command and, when allowed, run it through the sandboxed runner built

@@ -469,6 +469,24 @@ static void test_asks(const Fixture *fx, TgGate *supervised, TgStore *store, Rev
           "a second resume of a spent allow_once: expected TG_STATUS_APPROVAL already_used, got %d: %s",
           (int)st, tg_last_error_message());
     printf("  %-22s -> status %d: %s\n", "resume again", (int)st, tg_last_error_message());
+    /* Spent is spent through every entry point: resume_spawn and run_approved refuse too. */
+    st = tg_gate_resume_spawn_json(supervised, id, "{\"decision\": \"approve\"}", &out);
+    CHECK(st == TG_STATUS_APPROVAL && out == NULL &&
+              contains(tg_last_error_message(), "already_used"),
+          "resume_spawn of a spent allow_once: expected TG_STATUS_APPROVAL already_used, got %d: %s",
+          (int)st, tg_last_error_message());
+    printf("  %-22s -> status %d: %s\n", "resume_spawn again", (int)st, tg_last_error_message());
+    st = tg_gate_run_approved_json(supervised, id, &out);
+    CHECK(st == TG_STATUS_APPROVAL && out == NULL &&
+              contains(tg_last_error_message(), "already_used"),
+          "run_approved of a spent allow_once: expected TG_STATUS_APPROVAL already_used, got %d: %s",
+          (int)st, tg_last_error_message());
+    /* A command line is not a request id: nothing runs. */
+    st = tg_gate_run_approved_json(supervised, "touch /tmp/turngate-c-never", &out);
+    CHECK(st == TG_STATUS_APPROVAL && out == NULL && access("/tmp/turngate-c-never", F_OK) != 0,
+          "run_approved of a command line: expected TG_STATUS_APPROVAL and no file, got %d: %s",
+          (int)st, tg_last_error_message());
+    printf("  %-22s -> status %d: %s\n", "run_approved line", (int)st, tg_last_error_message());
     st =
         tg_gate_resume_json(supervised, "apr_unknown", "{\"decision\": \"approve\"}", &out);
     CHECK(st == TG_STATUS_APPROVAL && out == NULL &&

@@ -8,15 +8,15 @@
 use std::fmt;
 use std::sync::{Arc, LazyLock};
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
 /// What replaces a redacted substring.
 pub const REDACTED: &str = "[REDACTED]";
 
 /// The default patterns: each match's last capture group (or the whole match when there is
 /// none) is replaced.
-static DEFAULT_PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
-    [
+static DEFAULT_PATTERNS: LazyLock<(RegexSet, Vec<Option<Regex>>)> = LazyLock::new(|| {
+    let patterns = [
         // URL user info: scheme://user:password@host
         r"://[^/@\s:]+:([^/@\s]+)@",
         // Authorization headers and bearer/basic credentials.
@@ -31,10 +31,13 @@ static DEFAULT_PATTERNS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         r"\b(xox[abprs]-[A-Za-z0-9-]{10,})",
         r"\b((?:AKIA|ASIA)[0-9A-Z]{16})\b",
         r"\b(eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
-    ]
-    .iter()
-    .filter_map(|p| Regex::new(p).ok())
-    .collect()
+    ];
+    // One scan finds which patterns occur at all; a target without secrets (the common case)
+    // costs that scan only.
+    let set = RegexSet::new(patterns).unwrap_or_else(|_| RegexSet::empty());
+    // Indexed like the set, so a set match names its pattern.
+    let each = patterns.iter().map(|p| Regex::new(p).ok()).collect();
+    (set, each)
 });
 
 type RedactFn = dyn Fn(&str) -> String + Send + Sync;
@@ -77,11 +80,12 @@ impl fmt::Debug for Redactor {
 
 /// [`Redactor::default`]'s function.
 pub fn redact_default(text: &str) -> String {
+    let (set, each) = &*DEFAULT_PATTERNS;
     let mut out = text.to_owned();
-    for re in DEFAULT_PATTERNS.iter() {
-        if !re.is_match(&out) {
+    for i in set.matches(text).iter() {
+        let Some(re) = each.get(i).and_then(Option::as_ref) else {
             continue;
-        }
+        };
         let mut next = String::with_capacity(out.len());
         let mut last = 0;
         for caps in re.captures_iter(&out) {
@@ -137,6 +141,13 @@ mod tests {
         ] {
             assert_eq!(redact_default(plain), plain);
         }
+    }
+
+    #[test]
+    fn every_default_pattern_compiles() {
+        let (set, each) = &*DEFAULT_PATTERNS;
+        assert_eq!(set.len(), each.len());
+        assert!(each.iter().all(Option::is_some));
     }
 
     #[test]
