@@ -31,6 +31,9 @@ fn spec(workspace: &std::path::Path, tmp: &std::path::Path) -> SandboxSpec {
         },
         requirement: BackendRequirement::Required,
         preference: SandboxBackendKind::Nono,
+        home: None,
+        masks: Vec::new(),
+        masks_truncated: false,
     }
 }
 

@@ -1156,7 +1156,9 @@ impl Gate {
             request = request.timeout(timeout);
         }
         if plan.sandbox_required {
-            request = request.sandbox(SandboxSpec::from_snapshot(&under.snapshot.sandbox));
+            let sandbox = &under.snapshot.sandbox;
+            request =
+                request.sandbox(SandboxSpec::from_snapshot(sandbox).with_policy(sandbox, &under.policy));
         }
         Ok(SpawnResult::Ran(Box::new(self.runner.run(request).await?)))
     }

@@ -12,6 +12,14 @@ use super::spec::SandboxSpec;
 /// The highest Landlock ABI whose rights nono 0.81.0 enforces (`nono::MAX_ENFORCED_ABI`).
 pub const NONO_MAX_ENFORCED_ABI: u32 = 6;
 
+/// Whether this build refuses `socket(AF_UNIX)` with its own seccomp filter when the snapshot
+/// does not allow Unix sockets (x86_64 and aarch64 Linux): then no Unix socket, pathname or
+/// abstract, can be connected from the sandbox.
+const UNIX_FILTER: bool = cfg!(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+));
+
 /// The network shape the kernel is asked to enforce.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NetPlan {
@@ -121,7 +129,7 @@ pub fn plan(spec: &SandboxSpec, abi: u32) -> LandlockPlan {
         }
     }
 
-    if !net_policy.allow_unix_sockets {
+    if !net_policy.allow_unix_sockets && !UNIX_FILTER {
         let abstract_note = if enforced >= 6 {
             "abstract sockets are scoped to the sandbox"
         } else {

@@ -11,16 +11,31 @@ use std::sync::{Arc, OnceLock};
 use nono::sandbox::PreparedLandlockSandbox;
 use nono::{AccessMode, CapabilitySet, DetectedAbi, FsCapability, IpcMode, Sandbox, SeccompOpts};
 
-use crate::protocol::{FsAccess, SandboxBackendKind};
+use crate::protocol::{FsAccess, SandboxBackendKind, SandboxMode};
 
 use super::landlock_plan::{NONO_MAX_ENFORCED_ABI, NetPlan, plan};
+use super::namespace::{self, NamespacePlan, NamespaceSupport, ViewSpec};
 use super::report::{BackendProbe, Degradation, DegradationArea, SandboxReport};
 use super::spec::SandboxSpec;
-use super::{Launch, PreparedSandbox, SandboxBackend, SandboxError};
+use super::{Launch, PreparedSandbox, SandboxBackend, SandboxError, unix_filter};
 
-/// The nono (Landlock + seccomp) backend. Cheap to create; the ABI is detected once per process.
+/// The nono (Landlock + seccomp) backend, with the namespace layer under it. Cheap to create;
+/// the Landlock ABI and the namespace support are probed once per process.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct LinuxNonoBackend;
+pub struct LinuxNonoBackend {
+    /// A namespace support that replaces the probe's (tests of the degraded paths).
+    namespaces: Option<NamespaceSupport>,
+}
+
+/// What the child applies, prepared by [`LinuxNonoBackend::prepare`].
+pub(crate) struct LinuxLaunch {
+    /// Landlock + nono's seccomp socket filter.
+    pub(crate) landlock: PreparedLandlockSandbox,
+    /// The namespace layer, when this machine has user namespaces.
+    pub(crate) namespaces: Option<NamespacePlan>,
+    /// Whether to refuse `socket(AF_UNIX)`.
+    pub(crate) unix_filter: bool,
+}
 
 fn detected() -> &'static Result<DetectedAbi, String> {
     static ABI: OnceLock<Result<DetectedAbi, String>> = OnceLock::new();
@@ -30,7 +45,20 @@ fn detected() -> &'static Result<DetectedAbi, String> {
 impl LinuxNonoBackend {
     /// A handle on the backend.
     pub fn new() -> Self {
-        Self
+        Self { namespaces: None }
+    }
+
+    /// The backend as if this machine had only `support` for namespaces (the probe is not
+    /// run). Lets a test show the degraded paths on a machine that has every namespace.
+    pub fn with_namespace_support(support: NamespaceSupport) -> Self {
+        Self {
+            namespaces: Some(support),
+        }
+    }
+
+    /// The namespace support in force: the injected one, or the probe's.
+    pub fn namespace_support(&self) -> NamespaceSupport {
+        self.namespaces.unwrap_or_else(namespace::probe)
     }
 
     /// The Landlock ABI number the kernel reports and a probe confirmed, if any.
@@ -40,10 +68,29 @@ impl LinuxNonoBackend {
 
     fn detail(abi: &DetectedAbi) -> String {
         format!(
-            "landlock {} (enforcing {}) + seccomp socket filter, nono 0.81.0",
+            "landlock {} (enforcing {}) + seccomp socket filter, nono 0.81.0; namespaces",
             abi.version_string(),
             abi.enforced_version_string()
         )
+    }
+}
+
+/// What the mount view binds writable and masks, from the spec's grants.
+fn view_spec(spec: &SandboxSpec, net: &NetPlan) -> ViewSpec {
+    let writable = spec
+        .effective_grants()
+        .into_iter()
+        .filter(|g| g.access == FsAccess::Write)
+        .map(|g| g.path)
+        // Device files are bound into the new /dev on their own.
+        .filter(|p| !p.starts_with("/dev"))
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    ViewSpec {
+        writable,
+        masks: spec.masks.clone(),
+        empty_socket_dirs: !spec.network.allow_unix_sockets,
+        network: matches!(net, NetPlan::BlockAll),
     }
 }
 
@@ -99,7 +146,7 @@ impl SandboxBackend for LinuxNonoBackend {
         };
         let planned = plan(spec, abi.abi as u32);
         let mut narrowings = planned.narrowings;
-        let degradations: Vec<Degradation> = planned.degradations;
+        let mut degradations: Vec<Degradation> = planned.degradations;
 
         let mut caps = CapabilitySet::new();
         for grant in spec.effective_grants() {
@@ -140,14 +187,49 @@ impl SandboxBackend for LinuxNonoBackend {
             Sandbox::prepare_seccomp_with_abi(&caps, &abi, SeccompOpts::network_baseline())
                 .map_err(|e| SandboxError::Prepare(e.to_string()))?;
 
+        let unix_filter = !spec.network.allow_unix_sockets && unix_filter::SUPPORTED;
+        let (namespaces, masks, entered) = if spec.mode == SandboxMode::Unrestricted {
+            (None, Vec::new(), Vec::new())
+        } else {
+            let view = view_spec(spec, &planned.net);
+            let (plan, missing) = NamespacePlan::new(&view, self.namespace_support())
+                .map_err(SandboxError::Prepare)?;
+            degradations.extend(missing);
+            if spec.masks_truncated {
+                degradations.push(Degradation::new(
+                    DegradationArea::Filesystem,
+                    format!(
+                        "the roots hold more than {} entries; policy-denied paths beyond them \
+                         are not masked in the mount view (the checkers still refuse them)",
+                        super::masks::MAX_ENTRIES
+                    ),
+                ));
+            }
+            match plan {
+                Some(plan) => {
+                    let masks = plan.masks.clone();
+                    let entered = plan.entered.iter().map(|s| s.to_string()).collect();
+                    (Some(plan), masks, entered)
+                }
+                None => (None, Vec::new(), Vec::new()),
+            }
+        };
+
+        let mut report = SandboxReport::applied(
+            SandboxBackendKind::Nono,
+            Self::detail(&abi),
+            degradations,
+            narrowings,
+        );
+        report.namespaces = entered;
+        report.masks = masks;
         Ok(PreparedSandbox {
-            report: SandboxReport::applied(
-                SandboxBackendKind::Nono,
-                Self::detail(&abi),
-                degradations,
-                narrowings,
-            ),
-            launch: Launch::PreExec(Arc::new(prepared)),
+            report,
+            launch: Launch::PreExec(Arc::new(LinuxLaunch {
+                landlock: prepared,
+                namespaces,
+                unix_filter,
+            })),
         })
     }
 }

@@ -31,12 +31,17 @@ use crate::protocol::{BackendRequirement, SandboxBackendKind};
 pub mod landlock_plan;
 #[cfg(target_os = "linux")]
 mod linux;
+pub mod masks;
+#[cfg(target_os = "linux")]
+pub mod namespace;
 mod report;
 mod restricted_token;
 mod runner;
 pub mod seatbelt;
 mod spec;
 mod tree;
+#[cfg(target_os = "linux")]
+mod unix_filter;
 
 #[cfg(target_os = "linux")]
 pub use linux::LinuxNonoBackend;
@@ -44,8 +49,10 @@ pub use report::{BackendProbe, Degradation, DegradationArea, EnforcementLevel, S
 pub use restricted_token::RestrictedTokenBackend;
 pub use runner::{ProcessOutcome, ProcessRequest, ProcessRunner, RunError, StdinPolicy};
 pub use seatbelt::SeatbeltBackend;
+#[cfg(target_os = "linux")]
+pub use namespace::NamespaceSupport;
 pub use spec::{
-    FsGrant, HOST_TMP_DIRS, SYSTEM_READ_DEVICES, SYSTEM_READ_DIRS, SYSTEM_READ_ETC,
+    FsGrant, HOME_CONFIG, HOST_TMP_DIRS, Mask, MaskKind, SYSTEM_READ_DEVICES, SYSTEM_READ_DIRS, SYSTEM_READ_ETC,
     SYSTEM_RW_DEVICES, SandboxSpec, TmpSpec,
 };
 
@@ -92,7 +99,7 @@ pub trait SandboxBackend: Send + Sync + std::fmt::Debug {
 pub(crate) enum Launch {
     /// Apply in `pre_exec` with raw syscalls (Linux).
     #[cfg(target_os = "linux")]
-    PreExec(Arc<nono::sandbox::PreparedLandlockSandbox>),
+    PreExec(Arc<linux::LinuxLaunch>),
     /// Run the command through a helper that confines itself, then execs (macOS).
     Wrap {
         /// The helper program.

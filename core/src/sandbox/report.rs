@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::SandboxBackendKind;
 
+use super::spec::Mask;
+
 /// The part of the snapshot a degradation concerns (the snapshot's `enforcement` areas).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -72,6 +74,13 @@ pub struct SandboxReport {
     pub degradations: Vec<Degradation>,
     /// Where enforcement is stricter than requested (fail-closed substitutions).
     pub narrowings: Vec<Degradation>,
+    /// The namespaces the command runs in (Linux: `user`, `mount`, `pid`, `network`, `uts`,
+    /// `ipc`); empty where the namespace layer is off or does not exist.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    /// What the mount view hides, binds read-only or empties.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub masks: Vec<Mask>,
 }
 
 impl SandboxReport {
@@ -84,6 +93,8 @@ impl SandboxReport {
             detail: reason.clone(),
             degradations: vec![Degradation::new(DegradationArea::SandboxBackend, reason)],
             narrowings: Vec::new(),
+            namespaces: Vec::new(),
+            masks: Vec::new(),
         }
     }
 
@@ -105,6 +116,8 @@ impl SandboxReport {
             detail: detail.into(),
             degradations,
             narrowings,
+            namespaces: Vec::new(),
+            masks: Vec::new(),
         }
     }
 

@@ -178,6 +178,17 @@ pub enum RunError {
         /// The kernel's errno.
         errno: i32,
     },
+    /// A step of the namespace layer failed in the child (fail closed: nothing ran).
+    #[error(
+        "the sandbox's namespace layer could not be set up ({step}: {}); the command was not run",
+        std::io::Error::from_raw_os_error(*errno)
+    )]
+    NamespaceSetup {
+        /// The step that failed (`unshare`, `bind /w read-write`, `mount_proc`, ...).
+        step: String,
+        /// The kernel's errno.
+        errno: i32,
+    },
     /// The program could not be started (not found, not executable, denied by the sandbox...).
     #[error("could not start {program:?}: {source}")]
     Spawn {
@@ -281,6 +292,50 @@ fn stage_name(code: u32) -> &'static str {
     }
 }
 
+/// Everything the child applies before exec, in order: the namespace layer (P and I stay in
+/// it and never return; only C does), then in C the working directory again (the mount view
+/// changed under it), every inherited descriptor above stderr close-on-exec, Landlock and
+/// nono's seccomp filter, the Unix socket filter, and no capabilities.
+///
+/// # Safety
+/// Call only between fork and exec. Raw syscalls only.
+#[cfg(target_os = "linux")]
+unsafe fn confine(
+    launch: &super::linux::LinuxLaunch,
+    cwd: &std::ffi::CStr,
+    parent: libc::pid_t,
+) -> Result<(), (u32, i32)> {
+    use super::namespace as ns;
+    // SAFETY (whole function): raw syscalls on scalars and NUL-terminated strings prepared by
+    // the parent.
+    unsafe {
+        if let Some(plan) = &launch.namespaces {
+            plan.enter(parent)?;
+            if libc::chdir(cwd.as_ptr()) != 0 {
+                return Err((ns::STEP_CHDIR, *libc::__errno_location()));
+            }
+        }
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
+        if let Err(e) = launch.landlock.apply_raw() {
+            return Err((stage_code(e.stage()), e.errno()));
+        }
+        if launch.unix_filter
+            && let Err(errno) = super::unix_filter::install()
+        {
+            return Err((ns::STEP_UNIX_FILTER, errno));
+        }
+        if launch.namespaces.is_some() {
+            ns::drop_capabilities()?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(target_os = "linux")]
 fn stage_code(stage: nono::sandbox::RawSandboxStage) -> u32 {
     use nono::sandbox::RawSandboxStage as S;
@@ -307,7 +362,7 @@ fn report_child_failure(fd: i32, stage: u32, errno: i32) {
     }
 }
 
-fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0i32; 2];
     // SAFETY: `fds` is a valid out-array of two ints.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -444,9 +499,13 @@ impl ProcessRunner {
                 let (read_end, write_end) = cloexec_pipe()?;
                 let fd = write_end.as_raw_fd();
                 let sandbox = Arc::clone(sandbox);
+                let cwd = std::ffi::CString::new(request.cwd.as_os_str().as_encoded_bytes())
+                    .map_err(|_| RunError::InvalidRequest("cwd contains a NUL byte".into()))?;
+                let parent = std::process::id() as libc::pid_t;
                 // SAFETY: the hook runs between fork and exec. It makes raw syscalls only
-                // (setsid, the prepared Landlock/seccomp apply, write): no allocation, no lock,
-                // no panic path, so it is sound in a multi-threaded parent.
+                // (setsid, the namespace layer with its raw clones, the prepared
+                // Landlock/seccomp apply, write): no allocation, no lock, no panic path, so it
+                // is sound in a multi-threaded parent.
                 unsafe {
                     cmd.pre_exec(move || {
                         if new_session && libc::setsid() < 0 {
@@ -454,9 +513,9 @@ impl ProcessRunner {
                             report_child_failure(fd, 7, errno);
                             return Err(std::io::Error::from_raw_os_error(errno));
                         }
-                        if let Err(e) = sandbox.apply_raw() {
-                            report_child_failure(fd, stage_code(e.stage()), e.errno());
-                            return Err(std::io::Error::from_raw_os_error(e.errno()));
+                        if let Err((step, errno)) = confine(&sandbox, &cwd, parent) {
+                            report_child_failure(fd, step, errno);
+                            return Err(std::io::Error::from_raw_os_error(errno));
                         }
                         Ok(())
                     });
@@ -496,6 +555,16 @@ impl ProcessRunner {
             Err(source) => {
                 #[cfg(target_os = "linux")]
                 if let Some((stage, errno)) = child_failure {
+                    if stage >= 20 {
+                        let step = match prepared.as_ref().map(|p| &p.launch) {
+                            Some(Launch::PreExec(l)) => match &l.namespaces {
+                                Some(plan) => plan.step_description(stage),
+                                None => super::namespace::step_name(stage).to_string(),
+                            },
+                            _ => super::namespace::step_name(stage).to_string(),
+                        };
+                        return Err(RunError::NamespaceSetup { step, errno });
+                    }
                     return Err(RunError::SandboxApply {
                         stage: stage_name(stage),
                         errno,

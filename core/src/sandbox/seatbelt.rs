@@ -233,6 +233,9 @@ mod tests {
             },
             requirement: BackendRequirement::Required,
             preference: SandboxBackendKind::Seatbelt,
+            home: None,
+            masks: Vec::new(),
+            masks_truncated: false,
         }
     }
 

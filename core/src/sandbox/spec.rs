@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::policy::CompiledPolicy;
 use crate::protocol::{
     BackendRequirement, FsAccess, SandboxBackendKind, SandboxMode, TmpPolicy,
     TurnNetworkPolicySnapshot, TurnSandboxSnapshot,
@@ -55,6 +56,20 @@ pub const SYSTEM_RW_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
 /// Device files readable by every sandboxed program.
 pub const SYSTEM_READ_DEVICES: &[&str] = &["/dev/random", "/dev/urandom"];
 
+/// Tools' own configuration in HOME, readable by every sandboxed program (relative to HOME;
+/// missing ones are skipped), so `git status` finds `~/.gitconfig`. Credential files inside
+/// them stay masked ([`HOME_CONFIG_SECRETS`](super::masks::HOME_CONFIG_SECRETS) and the
+/// policy's read denies).
+pub const HOME_CONFIG: &[&str] = &[
+    ".gitconfig",
+    ".config/git",
+    ".cargo/config.toml",
+    ".cargo/config",
+    ".config/pip",
+    ".pip/pip.conf",
+    ".npmrc.d",
+];
+
 /// Host temporary directories granted read-write under `tmp = host`.
 pub const HOST_TMP_DIRS: &[&str] = &["/tmp", "/var/tmp"];
 
@@ -67,6 +82,34 @@ pub enum TmpSpec {
     /// afterwards); `Some` is the turn's own private tmp dir. `TMPDIR`, `TMP` and `TEMP` point
     /// to it in the child.
     Isolated(Option<PathBuf>),
+}
+
+/// What the mount view does to one path.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum MaskKind {
+    /// Hidden: an empty, unreadable file or directory is mounted over it (a file_read deny).
+    Hidden,
+    /// Bound read-only inside a writable root (a file_write deny or ask rule).
+    ReadOnly,
+    /// An empty directory over a host socket directory (`/run`).
+    Emptied,
+}
+
+/// A path the mount view masks.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+pub struct Mask {
+    /// The absolute path.
+    pub path: PathBuf,
+    /// What is done to it.
+    pub kind: MaskKind,
+    /// Whether it is a directory.
+    pub dir: bool,
 }
 
 /// One filesystem grant.
@@ -96,6 +139,12 @@ pub struct SandboxSpec {
     pub requirement: BackendRequirement,
     /// The preferred backend.
     pub preference: SandboxBackendKind,
+    /// The HOME whose tools' configuration ([`HOME_CONFIG`]) is readable; `None` grants none.
+    pub home: Option<PathBuf>,
+    /// Paths the mount view masks (from the turn's policy, see [`SandboxSpec::with_policy`]).
+    pub masks: Vec<Mask>,
+    /// Whether the walk that found the masks stopped at its cap (deeper paths are not masked).
+    pub masks_truncated: bool,
 }
 
 impl SandboxSpec {
@@ -122,6 +171,30 @@ impl SandboxSpec {
             network: snapshot.network.clone(),
             requirement: snapshot.backend_requirement,
             preference: snapshot.backend_preference,
+            home: std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|h| h.is_absolute() && h != Path::new("/")),
+            masks: Vec::new(),
+            masks_truncated: false,
+        }
+    }
+
+    /// Mask what `policy` denies inside the roots of `snapshot` (the snapshot this spec was
+    /// made from): file_read denies are hidden, file_write deny or ask rules inside writable
+    /// roots are bound read-only. The roots are walked now, so call it per spawn.
+    pub fn with_policy(mut self, snapshot: &TurnSandboxSnapshot, policy: &CompiledPolicy) -> Self {
+        let home_config = self.home_config();
+        let (masks, truncated) = super::masks::policy_masks(snapshot, policy, &home_config);
+        self.masks = masks;
+        self.masks_truncated = truncated;
+        self
+    }
+
+    /// The HOME configuration paths granted for reading (existing or not).
+    pub fn home_config(&self) -> Vec<PathBuf> {
+        match (&self.home, self.system_roots) {
+            (Some(home), true) => HOME_CONFIG.iter().map(|p| home.join(p)).collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -162,6 +235,10 @@ impl SandboxSpec {
             grants.extend(SYSTEM_RW_DEVICES.iter().map(|p| FsGrant {
                 path: PathBuf::from(p),
                 access: FsAccess::Write,
+            }));
+            grants.extend(self.home_config().into_iter().map(|path| FsGrant {
+                path,
+                access: FsAccess::Read,
             }));
         }
         match &self.tmp {

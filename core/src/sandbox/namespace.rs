@@ -1,0 +1,1211 @@
+//! The namespace layer (Linux): user, mount, PID, network, UTS and IPC namespaces under the
+//! Landlock + seccomp layer, created with raw syscalls in the spawned child (ADR 0010).
+//!
+//! The parent prepares everything that allocates: every path as a `CString`, the id maps, the
+//! list of mount operations. The child only reads that plan and makes raw syscalls; it forks
+//! with a raw `clone` (no `atfork` handlers, no malloc lock), so it is sound after `fork` in a
+//! multi-threaded host (Python, Node, Swift).
+//!
+//! Process shape, for one command:
+//! - **P**, the process the runner spawned, sets `PR_SET_PDEATHSIG`, unshares the namespaces,
+//!   writes its own id maps, builds the mount view, then forks **I** and waits for it; it exits
+//!   with the command's status (re-raising its signal).
+//! - **I** is PID 1 of the new PID namespace: it mounts a fresh `/proc`, forks **C**, reaps every
+//!   orphan, forwards `SIGTERM`/`SIGINT`/`SIGHUP`/`SIGQUIT`/`SIGUSR1`/`SIGUSR2` to C, and exits
+//!   when C does. When I exits the kernel kills every process in the namespace; I dies with P
+//!   (`PR_SET_PDEATHSIG`), and P dies with turngate.
+//! - **C** restores the signal mask, changes into the working directory again (in the new mount
+//!   view), and returns to the runner's `pre_exec`, which applies Landlock and seccomp, drops the
+//!   capabilities of the user namespace, marks every inherited descriptor close-on-exec, and
+//!   execs the command.
+//!
+//! It never decides what may run; it only narrows what the command can reach.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use super::report::{Degradation, DegradationArea};
+use super::spec::{Mask, MaskKind};
+
+// Mount API constants (linux/mount.h); stable kernel ABI, not all exported by `libc`.
+const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
+const MOUNT_ATTR_NOSUID: u64 = 0x0000_0002;
+const MOUNT_ATTR_NODEV: u64 = 0x0000_0004;
+const MOUNT_ATTR_NOEXEC: u64 = 0x0000_0008;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+const OPEN_TREE_CLONE: libc::c_uint = 0x1;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+
+/// `struct mount_attr` (linux/mount.h), `MOUNT_ATTR_SIZE_VER0`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// Child-side failure: a step code (see [`step_name`]) and the kernel's errno.
+pub(crate) type RawFailure = (u32, i32);
+
+/// Step codes below 100; `100 + i` is mount operation `i` of the plan.
+pub(crate) const STEP_PDEATHSIG: u32 = 20;
+pub(crate) const STEP_UNSHARE: u32 = 21;
+pub(crate) const STEP_ID_MAP: u32 = 22;
+pub(crate) const STEP_FORK_INIT: u32 = 23;
+pub(crate) const STEP_PROC: u32 = 24;
+pub(crate) const STEP_LOOPBACK: u32 = 25;
+pub(crate) const STEP_FORK_COMMAND: u32 = 26;
+pub(crate) const STEP_CHDIR: u32 = 27;
+pub(crate) const STEP_PARENT_GONE: u32 = 28;
+pub(crate) const STEP_CAPS: u32 = 29;
+pub(crate) const STEP_UNIX_FILTER: u32 = 30;
+pub(crate) const STEP_MOUNT_BASE: u32 = 100;
+
+/// Which namespaces an unprivileged process may create on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NamespaceSupport {
+    /// A user namespace (the others need it).
+    pub user: bool,
+    /// A mount namespace with the new mount API (`open_tree`, `move_mount`, `mount_setattr`).
+    pub mount: bool,
+    /// A PID namespace with a fresh `/proc`.
+    pub pid: bool,
+    /// A network namespace with its loopback up.
+    pub network: bool,
+    /// A UTS namespace.
+    pub uts: bool,
+    /// An IPC namespace.
+    pub ipc: bool,
+    /// The errno of the first step that failed (0 when everything worked).
+    pub errno: i32,
+}
+
+impl NamespaceSupport {
+    /// Every layer available.
+    pub const ALL: NamespaceSupport = NamespaceSupport {
+        user: true,
+        mount: true,
+        pid: true,
+        network: true,
+        uts: true,
+        ipc: true,
+        errno: 0,
+    };
+
+    /// No layer available (no user namespaces), with the errno that said so.
+    pub const fn none(errno: i32) -> NamespaceSupport {
+        NamespaceSupport {
+            user: false,
+            mount: false,
+            pid: false,
+            network: false,
+            uts: false,
+            ipc: false,
+            errno,
+        }
+    }
+
+    fn from_bits(bits: u32, errno: i32) -> NamespaceSupport {
+        let on = |i: u32| bits & (1 << i) != 0;
+        NamespaceSupport {
+            user: on(0),
+            mount: on(0) && on(1),
+            pid: on(0) && on(1) && on(2),
+            network: on(0) && on(3),
+            uts: on(0) && on(4),
+            ipc: on(0) && on(5),
+            errno,
+        }
+    }
+}
+
+/// Probe once per process: a throwaway child tries every step the real launch makes.
+pub fn probe() -> NamespaceSupport {
+    static SUPPORT: OnceLock<NamespaceSupport> = OnceLock::new();
+    *SUPPORT.get_or_init(run_probe)
+}
+
+fn run_probe() -> NamespaceSupport {
+    match probe_child() {
+        Ok(support) => support,
+        Err(err) => NamespaceSupport::none(err.raw_os_error().unwrap_or(libc::EINVAL)),
+    }
+}
+
+fn probe_child() -> std::io::Result<NamespaceSupport> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+
+    let maps = IdMaps::current();
+    let (read_end, write_end) = super::runner::cloexec_pipe()?;
+    let fd = write_end.as_raw_fd();
+    let mut cmd = std::process::Command::new("/");
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: the hook runs between fork and exec and makes raw syscalls only (no allocation,
+    // no lock); it always ends in `_exit`, never returning to the runtime.
+    unsafe {
+        cmd.pre_exec(move || {
+            let (bits, errno) = probe_in_child(&maps);
+            let mut msg = [0u8; 8];
+            msg[..4].copy_from_slice(&bits.to_ne_bytes());
+            msg[4..].copy_from_slice(&errno.to_ne_bytes());
+            libc::write(fd, msg.as_ptr().cast(), msg.len());
+            libc::_exit(0);
+        });
+    }
+    let mut child = cmd.spawn()?;
+    drop(write_end);
+    let mut msg = [0u8; 8];
+    // SAFETY: `msg` is a live 8-byte buffer; every write end is closed once the child exits.
+    let n = unsafe { libc::read(read_end.as_raw_fd(), msg.as_mut_ptr().cast(), msg.len()) };
+    let _ = child.wait();
+    if n != 8 {
+        return Ok(NamespaceSupport::none(libc::EIO));
+    }
+    let bits = u32::from_ne_bytes([msg[0], msg[1], msg[2], msg[3]]);
+    let errno = i32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]]);
+    Ok(NamespaceSupport::from_bits(bits, errno))
+}
+
+/// The probe's child side: `(bits, errno of the first failure)`.
+fn probe_in_child(maps: &IdMaps) -> (u32, i32) {
+    let mut first_errno = 0;
+    let mut note = |e: i32| {
+        if first_errno == 0 {
+            first_errno = e;
+        }
+    };
+    // SAFETY (whole function): raw syscalls with scalar arguments or pointers to live stack
+    // buffers and NUL-terminated strings prepared by the parent.
+    unsafe {
+        if libc::syscall(libc::SYS_unshare, libc::CLONE_NEWUSER) != 0 {
+            return (0, errno());
+        }
+        if let Err((_, e)) = maps.write_raw() {
+            return (0, e);
+        }
+        let mut bits = 1u32;
+        if libc::syscall(libc::SYS_unshare, libc::CLONE_NEWNS) == 0 {
+            let ok = libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) == 0
+                && {
+                    let fd = libc::syscall(
+                        libc::SYS_open_tree,
+                        libc::AT_FDCWD,
+                        c"/dev/null".as_ptr(),
+                        OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
+                    );
+                    if fd >= 0 {
+                        libc::close(fd as i32);
+                    }
+                    fd >= 0
+                }
+                && set_attr(libc::AT_FDCWD, c"/", AT_RECURSIVE, MOUNT_ATTR_RDONLY, 0).is_ok();
+            if ok {
+                bits |= 1 << 1;
+            } else {
+                note(errno());
+            }
+        } else {
+            note(errno());
+        }
+        if libc::syscall(libc::SYS_unshare, libc::CLONE_NEWNET) == 0 {
+            if loopback_up().is_ok() {
+                bits |= 1 << 3;
+            } else {
+                note(errno());
+            }
+        } else {
+            note(errno());
+        }
+        if libc::syscall(libc::SYS_unshare, libc::CLONE_NEWUTS) == 0 {
+            bits |= 1 << 4;
+        } else {
+            note(errno());
+        }
+        if libc::syscall(libc::SYS_unshare, libc::CLONE_NEWIPC) == 0 {
+            bits |= 1 << 5;
+        } else {
+            note(errno());
+        }
+        if bits & (1 << 1) != 0 && libc::syscall(libc::SYS_unshare, libc::CLONE_NEWPID) == 0 {
+            // The next child is PID 1; it must be able to mount its own /proc.
+            match raw_fork() {
+                0 => {
+                    let rc = libc::mount(
+                        c"proc".as_ptr(),
+                        c"/proc".as_ptr(),
+                        c"proc".as_ptr(),
+                        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                        std::ptr::null(),
+                    );
+                    libc::_exit(if rc == 0 { 0 } else { 1 });
+                }
+                pid if pid > 0 => {
+                    let mut status = 0;
+                    let waited = libc::waitpid(pid, &mut status, 0);
+                    if waited == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+                        bits |= 1 << 2;
+                    } else {
+                        note(libc::EPERM);
+                    }
+                }
+                _ => note(errno()),
+            }
+        }
+        (bits, first_errno)
+    }
+}
+
+fn errno() -> i32 {
+    // SAFETY: reads the calling thread's errno.
+    unsafe { *libc::__errno_location() }
+}
+
+/// `fork` as a raw `clone(SIGCHLD)`: no `atfork` handlers run, so no lock the host's other
+/// threads held is touched in the child.
+///
+/// # Safety
+/// The child must only make raw syscalls until it execs or exits.
+pub(crate) unsafe fn raw_fork() -> libc::pid_t {
+    // SAFETY: clone with SIGCHLD and a null stack behaves as fork; arguments are scalars.
+    unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_long, 0, 0, 0, 0) as libc::pid_t }
+}
+
+fn set_attr(
+    dirfd: libc::c_int,
+    path: &std::ffi::CStr,
+    flags: libc::c_uint,
+    set: u64,
+    clear: u64,
+) -> Result<(), i32> {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: clear,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: `path` is NUL-terminated and `attr` a live, correctly sized struct.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            dirfd,
+            path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc == 0 { Ok(()) } else { Err(errno()) }
+}
+
+/// Bring `lo` up in the current network namespace (raw socket + two ioctls).
+fn loopback_up() -> Result<(), i32> {
+    #[repr(C)]
+    struct Ifreq {
+        name: [u8; 16],
+        flags: libc::c_short,
+        pad: [u8; 22],
+    }
+    // SAFETY: scalar syscalls and a live, ifreq-sized stack buffer.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(errno());
+        }
+        let mut req = Ifreq {
+            name: [0; 16],
+            flags: 0,
+            pad: [0; 22],
+        };
+        req.name[0] = b'l';
+        req.name[1] = b'o';
+        let mut rc = libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req as *mut Ifreq);
+        if rc == 0 {
+            req.flags |= libc::IFF_UP as libc::c_short;
+            rc = libc::ioctl(fd, libc::SIOCSIFFLAGS, &mut req as *mut Ifreq);
+        }
+        let err = errno();
+        libc::close(fd);
+        if rc == 0 { Ok(()) } else { Err(err) }
+    }
+}
+
+/// The id maps a child writes for itself: its own uid and gid, mapped to themselves.
+#[derive(Debug, Clone)]
+pub(crate) struct IdMaps {
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
+impl IdMaps {
+    fn current() -> IdMaps {
+        // SAFETY: geteuid/getegid cannot fail.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        IdMaps {
+            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        }
+    }
+
+    /// Write `setgroups`, `uid_map`, `gid_map` of the calling process. Raw syscalls only.
+    fn write_raw(&self) -> Result<(), RawFailure> {
+        write_file(c"/proc/self/setgroups", b"deny")?;
+        write_file(c"/proc/self/uid_map", &self.uid_map)?;
+        write_file(c"/proc/self/gid_map", &self.gid_map)
+    }
+}
+
+fn write_file(path: &std::ffi::CStr, data: &[u8]) -> Result<(), RawFailure> {
+    // SAFETY: `path` is NUL-terminated; `data` is a live slice.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err((STEP_ID_MAP, errno()));
+        }
+        let n = libc::write(fd, data.as_ptr().cast(), data.len());
+        let err = errno();
+        libc::close(fd);
+        if n != data.len() as isize {
+            return Err((STEP_ID_MAP, err));
+        }
+    }
+    Ok(())
+}
+
+/// One mount operation of the plan. Paths are absolute and NUL-terminated.
+#[derive(Debug, Clone)]
+enum MountOp {
+    /// Stop mount events from propagating between the host and the new namespace.
+    MakePrivate,
+    /// Clone a host path (before it is covered) into clone slot `slot`.
+    Clone { path: CString, slot: usize },
+    /// `/` and every mount below it: read-only, `nosuid`, `nodev`.
+    RootReadOnly,
+    /// Bind a writable root over itself and make it writable again (`nosuid`, `nodev`).
+    BindWritable { path: CString },
+    /// Bind a path over itself read-only.
+    BindReadOnly { path: CString },
+    /// A tmpfs (mode and size in `data`).
+    Tmpfs {
+        path: CString,
+        data: CString,
+        read_only: bool,
+    },
+    /// Create an empty file (a mount point or the mask source).
+    CreateFile { path: CString, mode: libc::mode_t },
+    /// Create a directory.
+    Mkdir { path: CString, mode: libc::mode_t },
+    /// Create a symlink `path -> target`.
+    Symlink { target: CString, path: CString },
+    /// Move clone `slot` onto `path` (a device node onto its place in the new `/dev`).
+    Place { slot: usize, path: CString },
+    /// A fresh devpts instance.
+    Devpts { path: CString },
+    /// Bind `source` (an empty file) over `path`, read-only.
+    MaskFile { source: CString, path: CString },
+    /// Remove a file (the mask source, once every mask is mounted).
+    Unlink { path: CString },
+}
+
+impl MountOp {
+    fn describe(&self) -> String {
+        let s = |c: &CString| c.to_string_lossy().into_owned();
+        match self {
+            MountOp::MakePrivate => "make / private".into(),
+            MountOp::Clone { path, .. } => format!("clone {}", s(path)),
+            MountOp::RootReadOnly => "mount / read-only".into(),
+            MountOp::BindWritable { path } => format!("bind {} read-write", s(path)),
+            MountOp::BindReadOnly { path } => format!("bind {} read-only", s(path)),
+            MountOp::Tmpfs { path, .. } => format!("tmpfs on {}", s(path)),
+            MountOp::CreateFile { path, .. } => format!("create {}", s(path)),
+            MountOp::Mkdir { path, .. } => format!("mkdir {}", s(path)),
+            MountOp::Symlink { path, .. } => format!("symlink {}", s(path)),
+            MountOp::Place { path, .. } => format!("bind device {}", s(path)),
+            MountOp::Devpts { path } => format!("devpts on {}", s(path)),
+            MountOp::MaskFile { path, .. } => format!("mask {}", s(path)),
+            MountOp::Unlink { path } => format!("unlink {}", s(path)),
+        }
+    }
+}
+
+/// Devices of the minimal `/dev` (bound from the host).
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+
+/// Where the mask source lives while the masks are mounted (inside the new `/dev` tmpfs).
+const MASK_SOURCE: &str = "/dev/.turngate-mask";
+
+/// Host directories that hold daemons' sockets; emptied unless Unix sockets are allowed.
+pub const SOCKET_DIRS: &[&str] = &["/run", "/var/run"];
+
+/// The input of a plan, computed by the backend from the spec.
+#[derive(Debug, Clone, Default)]
+pub struct ViewSpec {
+    /// Roots bound read-write (existing directories or files), shallowest first.
+    pub writable: Vec<PathBuf>,
+    /// Masks inside the roots.
+    pub masks: Vec<Mask>,
+    /// Whether host socket directories are emptied.
+    pub empty_socket_dirs: bool,
+    /// Whether to enter a network namespace (the network is blocked anyway).
+    pub network: bool,
+}
+
+/// Everything the child needs, prepared in the parent.
+#[derive(Debug, Clone)]
+pub struct NamespacePlan {
+    flags: libc::c_int,
+    maps: IdMaps,
+    ops: Vec<MountOp>,
+    mount: bool,
+    pid: bool,
+    network: bool,
+    /// The masks in force, for the report.
+    pub(crate) masks: Vec<Mask>,
+    /// The namespaces entered, by name, for the report.
+    pub(crate) entered: Vec<&'static str>,
+}
+
+fn cstring(path: &Path) -> Result<CString, String> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| format!("path {} contains a NUL byte", path.display()))
+}
+
+fn under(path: &Path, dir: &Path) -> bool {
+    path.starts_with(dir)
+}
+
+impl NamespacePlan {
+    /// The plan for `view` on a machine with `support`, and what is missing.
+    pub fn new(view: &ViewSpec, support: NamespaceSupport) -> Result<(Option<NamespacePlan>, Vec<Degradation>), String> {
+        let mut missing = Vec::new();
+        let why = if support.errno != 0 {
+            format!(" ({})", std::io::Error::from_raw_os_error(support.errno))
+        } else {
+            String::new()
+        };
+        if !support.user {
+            missing.push(Degradation::new(
+                DegradationArea::Process,
+                format!(
+                    "no user namespace{why}: the namespace layer is off (mount, PID, network, UTS \
+                     and IPC isolation); Landlock and seccomp still confine the command"
+                ),
+            ));
+        }
+        if !support.mount {
+            missing.push(Degradation::new(
+                DegradationArea::Filesystem,
+                format!(
+                    "no mount namespace{why}: chmod, chown, utimes and xattrs outside the writable \
+                     roots are not blocked, and policy-denied paths inside the roots are not masked"
+                ),
+            ));
+        }
+        if !support.pid {
+            missing.push(Degradation::new(
+                DegradationArea::Process,
+                format!(
+                    "no PID namespace{why}: host processes are visible to the command (prlimit, \
+                     renice), and a process that leaves its group can outlive turngate"
+                ),
+            ));
+        }
+        if view.network && !support.network {
+            missing.push(Degradation::new(
+                DegradationArea::Network,
+                format!("no network namespace{why}: the network is blocked by Landlock and seccomp only"),
+            ));
+        }
+        if !support.uts {
+            missing.push(Degradation::new(
+                DegradationArea::Process,
+                format!("no UTS namespace{why}: the hostname is the host's"),
+            ));
+        }
+        if !support.ipc {
+            missing.push(Degradation::new(
+                DegradationArea::Process,
+                format!("no IPC namespace{why}: SysV IPC and POSIX message queues are the host's"),
+            ));
+        }
+        if !support.user {
+            return Ok((None, missing));
+        }
+
+        let mut flags = libc::CLONE_NEWUSER;
+        let mut entered = vec!["user"];
+        let mut ops = Vec::new();
+        let mut masks = Vec::new();
+        if support.mount {
+            flags |= libc::CLONE_NEWNS;
+            entered.push("mount");
+            ops = mount_ops(view, &mut masks)?;
+        }
+        if support.pid {
+            flags |= libc::CLONE_NEWPID;
+            entered.push("pid");
+        }
+        let network = view.network && support.network;
+        if network {
+            flags |= libc::CLONE_NEWNET;
+            entered.push("network");
+        }
+        if support.uts {
+            flags |= libc::CLONE_NEWUTS;
+            entered.push("uts");
+        }
+        if support.ipc {
+            flags |= libc::CLONE_NEWIPC;
+            entered.push("ipc");
+        }
+        Ok((
+            Some(NamespacePlan {
+                flags,
+                maps: IdMaps::current(),
+                ops,
+                mount: support.mount,
+                pid: support.pid,
+                network,
+                masks,
+                entered,
+            }),
+            missing,
+        ))
+    }
+
+    /// A person's name for a failed step.
+    pub(crate) fn step_description(&self, step: u32) -> String {
+        if step >= STEP_MOUNT_BASE {
+            let i = (step - STEP_MOUNT_BASE) as usize;
+            return match self.ops.get(i) {
+                Some(op) => op.describe(),
+                None => format!("mount step {i}"),
+            };
+        }
+        step_name(step).to_string()
+    }
+}
+
+/// The name of a non-mount step.
+pub(crate) fn step_name(step: u32) -> &'static str {
+    match step {
+        STEP_PDEATHSIG => "parent_death_signal",
+        STEP_UNSHARE => "unshare",
+        STEP_ID_MAP => "id_map",
+        STEP_FORK_INIT => "fork_init",
+        STEP_PROC => "mount_proc",
+        STEP_LOOPBACK => "loopback",
+        STEP_FORK_COMMAND => "fork_command",
+        STEP_CHDIR => "chdir",
+        STEP_PARENT_GONE => "parent_gone",
+        STEP_CAPS => "drop_capabilities",
+        STEP_UNIX_FILTER => "unix_socket_filter",
+        _ => "other",
+    }
+}
+
+fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>, String> {
+    let mut ops = vec![MountOp::MakePrivate];
+    // 1. Clone the devices before /dev is covered.
+    let mut devices = Vec::new();
+    for (slot, name) in DEVICES.iter().enumerate() {
+        let host = PathBuf::from("/dev").join(name);
+        if std::fs::metadata(&host).is_ok() {
+            ops.push(MountOp::Clone {
+                path: cstring(&host)?,
+                slot,
+            });
+            devices.push((slot, host));
+        }
+    }
+    // 2. Everything read-only.
+    ops.push(MountOp::RootReadOnly);
+    // 3. Writable roots, shallowest first (a nested root's bind lands on top of its parent's).
+    let mut writable = view.writable.clone();
+    writable.sort_by_key(|p| p.components().count());
+    writable.dedup();
+    for path in &writable {
+        ops.push(MountOp::BindWritable {
+            path: cstring(path)?,
+        });
+    }
+    // 4. Read-only binds inside writable roots, then the hidden paths on top.
+    let mut masks: Vec<Mask> = view.masks.clone();
+    masks.sort_by_key(|m| (m.kind != MaskKind::ReadOnly, m.path.components().count()));
+    for mask in masks.iter().filter(|m| m.kind == MaskKind::ReadOnly) {
+        ops.push(MountOp::BindReadOnly {
+            path: cstring(&mask.path)?,
+        });
+        masks_out.push(mask.clone());
+    }
+    // 5. A minimal /dev, unless a root lies inside it.
+    let roots_in = |dir: &str| {
+        let dir = Path::new(dir);
+        writable.iter().any(|w| under(w, dir) || under(dir, w))
+            || view.masks.iter().any(|m| under(&m.path, dir))
+    };
+    let own_dev = !roots_in("/dev");
+    if own_dev {
+        ops.push(MountOp::Tmpfs {
+            path: c"/dev".into(),
+            data: c"mode=0755,size=64k,nr_inodes=64".into(),
+            read_only: false,
+        });
+        for (slot, host) in &devices {
+            ops.push(MountOp::CreateFile {
+                path: cstring(host)?,
+                mode: 0o600,
+            });
+            ops.push(MountOp::Place {
+                slot: *slot,
+                path: cstring(host)?,
+            });
+        }
+        ops.push(MountOp::Mkdir {
+            path: c"/dev/pts".into(),
+            mode: 0o755,
+        });
+        ops.push(MountOp::Devpts {
+            path: c"/dev/pts".into(),
+        });
+        ops.push(MountOp::Symlink {
+            target: c"pts/ptmx".into(),
+            path: c"/dev/ptmx".into(),
+        });
+        ops.push(MountOp::Mkdir {
+            path: c"/dev/shm".into(),
+            mode: 0o1777,
+        });
+        for (target, name) in [
+            (c"/proc/self/fd", c"/dev/fd"),
+            (c"/proc/self/fd/0", c"/dev/stdin"),
+            (c"/proc/self/fd/1", c"/dev/stdout"),
+            (c"/proc/self/fd/2", c"/dev/stderr"),
+        ] {
+            ops.push(MountOp::Symlink {
+                target: target.into(),
+                path: name.into(),
+            });
+        }
+    }
+    // 6. Hidden paths: an empty mode-0 file bound over a file, an empty mode-0 tmpfs over a dir.
+    let hidden: Vec<&Mask> = masks.iter().filter(|m| m.kind == MaskKind::Hidden).collect();
+    let source = CString::from(c"/dev/.turngate-mask");
+    let file_masks = hidden.iter().any(|m| !m.dir);
+    if file_masks && !own_dev {
+        return Err(format!(
+            "cannot mask files: a root lies inside /dev, where the mask source ({MASK_SOURCE}) \
+             would be"
+        ));
+    }
+    if file_masks {
+        ops.push(MountOp::CreateFile {
+            path: source.clone(),
+            mode: 0,
+        });
+    }
+    for mask in &hidden {
+        let path = cstring(&mask.path)?;
+        ops.push(if mask.dir {
+            MountOp::Tmpfs {
+                path,
+                data: c"mode=0000,size=4k,nr_inodes=1".into(),
+                read_only: true,
+            }
+        } else {
+            MountOp::MaskFile {
+                source: source.clone(),
+                path,
+            }
+        });
+        masks_out.push((*mask).clone());
+    }
+    if file_masks {
+        ops.push(MountOp::Unlink { path: source });
+    }
+    // 7. Empty socket directories.
+    if view.empty_socket_dirs {
+        for dir in SOCKET_DIRS {
+            let path = Path::new(dir);
+            let Ok(meta) = std::fs::symlink_metadata(path) else {
+                continue;
+            };
+            if !meta.is_dir() || roots_in(dir) {
+                continue;
+            }
+            ops.push(MountOp::Tmpfs {
+                path: cstring(path)?,
+                data: c"mode=0755,size=4k,nr_inodes=8".into(),
+                read_only: true,
+            });
+            masks_out.push(Mask {
+                path: path.to_path_buf(),
+                kind: MaskKind::Emptied,
+                dir: true,
+            });
+        }
+    }
+    Ok(ops)
+}
+
+/// The slots of cloned host mounts a plan may use.
+const SLOTS: usize = 8;
+
+fn mount_op(op: &MountOp, slots: &mut [libc::c_int; SLOTS]) -> Result<(), i32> {
+    let null = std::ptr::null::<libc::c_char>();
+    let ok = |rc: libc::c_long| if rc == 0 { Ok(()) } else { Err(errno()) };
+    // SAFETY (whole function): raw syscalls on NUL-terminated strings prepared by the parent,
+    // live stack structs and scalars.
+    unsafe {
+        match op {
+            MountOp::MakePrivate => ok(libc::mount(
+                null,
+                c"/".as_ptr(),
+                null,
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) as libc::c_long),
+            MountOp::Clone { path, slot } => {
+                let fd = libc::syscall(
+                    libc::SYS_open_tree,
+                    libc::AT_FDCWD,
+                    path.as_ptr(),
+                    OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
+                );
+                if fd < 0 {
+                    return Err(errno());
+                }
+                match slots.get_mut(*slot) {
+                    Some(s) => {
+                        *s = fd as libc::c_int;
+                        Ok(())
+                    }
+                    None => Err(libc::EINVAL),
+                }
+            }
+            MountOp::RootReadOnly => set_attr(
+                libc::AT_FDCWD,
+                c"/",
+                AT_RECURSIVE,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                0,
+            ),
+            MountOp::BindWritable { path } => {
+                ok(libc::mount(
+                    path.as_ptr(),
+                    path.as_ptr(),
+                    null,
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ) as libc::c_long)?;
+                // Recursively where it can; a submount the host made read-only stays so.
+                match set_attr(
+                    libc::AT_FDCWD,
+                    path,
+                    AT_RECURSIVE,
+                    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                    MOUNT_ATTR_RDONLY,
+                ) {
+                    Ok(()) => Ok(()),
+                    Err(libc::EPERM) => set_attr(
+                        libc::AT_FDCWD,
+                        path,
+                        0,
+                        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                        MOUNT_ATTR_RDONLY,
+                    ),
+                    Err(e) => Err(e),
+                }
+            }
+            MountOp::BindReadOnly { path } => {
+                ok(libc::mount(
+                    path.as_ptr(),
+                    path.as_ptr(),
+                    null,
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ) as libc::c_long)?;
+                set_attr(
+                    libc::AT_FDCWD,
+                    path,
+                    AT_RECURSIVE,
+                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                    0,
+                )
+            }
+            MountOp::Tmpfs {
+                path,
+                data,
+                read_only,
+            } => {
+                let mut flags = libc::MS_NOSUID | libc::MS_NODEV;
+                if *read_only {
+                    flags |= libc::MS_RDONLY | libc::MS_NOEXEC;
+                }
+                ok(libc::mount(
+                    c"tmpfs".as_ptr(),
+                    path.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    flags,
+                    data.as_ptr().cast(),
+                ) as libc::c_long)
+            }
+            MountOp::CreateFile { path, mode } => {
+                let fd = libc::open(
+                    path.as_ptr(),
+                    libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+                    *mode as libc::c_uint,
+                );
+                if fd < 0 {
+                    return Err(errno());
+                }
+                libc::close(fd);
+                Ok(())
+            }
+            MountOp::Mkdir { path, mode } => {
+                if libc::mkdir(path.as_ptr(), *mode) != 0 {
+                    return Err(errno());
+                }
+                // mkdir applies the umask; the mode asked for is the mode meant.
+                ok(libc::chmod(path.as_ptr(), *mode) as libc::c_long)
+            }
+            MountOp::Symlink { target, path } => {
+                ok(libc::symlink(target.as_ptr(), path.as_ptr()) as libc::c_long)
+            }
+            MountOp::Place { slot, path } => {
+                let Some(&fd) = slots.get(*slot) else {
+                    return Err(libc::EINVAL);
+                };
+                if fd < 0 {
+                    return Err(libc::EBADF);
+                }
+                set_attr(fd, c"", libc::AT_EMPTY_PATH as libc::c_uint, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0)?;
+                let rc = libc::syscall(
+                    libc::SYS_move_mount,
+                    fd,
+                    c"".as_ptr(),
+                    libc::AT_FDCWD,
+                    path.as_ptr(),
+                    MOVE_MOUNT_F_EMPTY_PATH,
+                );
+                libc::close(fd);
+                if let Some(s) = slots.get_mut(*slot) {
+                    *s = -1;
+                }
+                ok(rc)
+            }
+            MountOp::Devpts { path } => ok(libc::mount(
+                c"devpts".as_ptr(),
+                path.as_ptr(),
+                c"devpts".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NOEXEC,
+                c"newinstance,ptmxmode=0666,mode=0620".as_ptr().cast(),
+            ) as libc::c_long),
+            MountOp::MaskFile { source, path } => {
+                ok(libc::mount(
+                    source.as_ptr(),
+                    path.as_ptr(),
+                    null,
+                    libc::MS_BIND,
+                    std::ptr::null(),
+                ) as libc::c_long)?;
+                set_attr(
+                    libc::AT_FDCWD,
+                    path,
+                    0,
+                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                    0,
+                )
+            }
+            MountOp::Unlink { path } => ok(libc::unlink(path.as_ptr()) as libc::c_long),
+        }
+    }
+}
+
+/// Signals I forwards to the command.
+const FORWARDED: &[libc::c_int] = &[
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+];
+
+impl NamespacePlan {
+    /// Run in P (the spawned child, before exec). Returns only in C, the command's process;
+    /// P and I never return (they `_exit`). `report` gets the failure of P's or I's own steps
+    /// before the error is returned to the runner.
+    ///
+    /// # Safety
+    /// Call only between fork and exec. Raw syscalls only.
+    pub(crate) unsafe fn enter(&self, parent_pid: libc::pid_t) -> Result<(), RawFailure> {
+        // SAFETY (whole function): raw syscalls with scalars, live stack buffers, and
+        // NUL-terminated strings prepared by the parent.
+        unsafe {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err((STEP_PDEATHSIG, errno()));
+            }
+            if libc::getppid() != parent_pid {
+                return Err((STEP_PARENT_GONE, libc::ESRCH));
+            }
+            if libc::syscall(libc::SYS_unshare, self.flags) != 0 {
+                return Err((STEP_UNSHARE, errno()));
+            }
+            self.maps.write_raw()?;
+            if self.mount {
+                let mut slots = [-1; SLOTS];
+                for (i, op) in self.ops.iter().enumerate() {
+                    if let Err(e) = mount_op(op, &mut slots) {
+                        return Err((STEP_MOUNT_BASE + i as u32, e));
+                    }
+                }
+            }
+            if self.network && let Err(e) = loopback_up() {
+                return Err((STEP_LOOPBACK, e));
+            }
+            if !self.pid {
+                // No PID namespace: P is the command itself.
+                return Ok(());
+            }
+            // A pipe whose write end only P holds: I sees EOF once P is gone.
+            let mut alive = [0i32; 2];
+            // A pipe for C's wait status, I -> P.
+            let mut status_pipe = [0i32; 2];
+            if libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC) != 0
+                || libc::pipe2(status_pipe.as_mut_ptr(), libc::O_CLOEXEC) != 0
+            {
+                return Err((STEP_FORK_INIT, errno()));
+            }
+            match raw_fork() {
+                pid if pid < 0 => Err((STEP_FORK_INIT, errno())),
+                0 => {
+                    libc::close(alive[1]);
+                    libc::close(status_pipe[0]);
+                    self.init(alive[0], status_pipe[1])
+                }
+                init => {
+                    // P: keep only the ends it needs; everything else (stdio, the runner's
+                    // pipes) is closed so that only C holds them.
+                    libc::close(alive[0]);
+                    libc::close(status_pipe[1]);
+                    close_all_but(&[alive[1], status_pipe[0]]);
+                    supervise(init, status_pipe[0])
+                }
+            }
+        }
+    }
+
+    /// I: PID 1 of the namespace. Returns only in C.
+    unsafe fn init(&self, alive: libc::c_int, status_out: libc::c_int) -> Result<(), RawFailure> {
+        // SAFETY (whole function): as in `enter`.
+        unsafe {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err((STEP_PDEATHSIG, errno()));
+            }
+            // P may have died before the death signal was armed.
+            let mut pfd = libc::pollfd {
+                fd: alive,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            if libc::poll(&mut pfd, 1, 0) != 0 {
+                return Err((STEP_PARENT_GONE, libc::ESRCH));
+            }
+            libc::close(alive);
+            if self.mount
+                && libc::mount(
+                    c"proc".as_ptr(),
+                    c"/proc".as_ptr(),
+                    c"proc".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    std::ptr::null(),
+                ) != 0
+            {
+                return Err((STEP_PROC, errno()));
+            }
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGCHLD);
+            for sig in FORWARDED {
+                libc::sigaddset(&mut set, *sig);
+            }
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigprocmask(libc::SIG_BLOCK, &set, &mut old);
+            match raw_fork() {
+                pid if pid < 0 => Err((STEP_FORK_COMMAND, errno())),
+                0 => {
+                    libc::close(status_out);
+                    libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+                    Ok(())
+                }
+                command => {
+                    close_all_but(&[status_out]);
+                    reap(command, &set, status_out)
+                }
+            }
+        }
+    }
+}
+
+/// Close every descriptor except `keep`.
+///
+/// # Safety
+/// Raw syscalls only.
+unsafe fn close_all_but(keep: &[libc::c_int]) {
+    let mut sorted = [0 as libc::c_uint; 4];
+    let n = keep.len().min(sorted.len());
+    for (i, fd) in keep.iter().take(n).enumerate() {
+        sorted[i] = *fd as libc::c_uint;
+    }
+    sorted[..n].sort_unstable();
+    let mut first: libc::c_uint = 0;
+    // SAFETY: scalar raw syscalls.
+    unsafe {
+        for fd in &sorted[..n] {
+            if *fd > first {
+                libc::syscall(libc::SYS_close_range, first, *fd - 1, 0);
+            }
+            first = *fd + 1;
+        }
+        libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0);
+    }
+}
+
+/// P: wait for I; exit as the command did.
+unsafe fn supervise(init: libc::pid_t, status_in: libc::c_int) -> ! {
+    // SAFETY (whole function): raw syscalls with scalars and live stack buffers.
+    unsafe {
+        let mut buf = [0u8; 4];
+        let mut got = 0usize;
+        while got < 4 {
+            let n = libc::read(status_in, buf[got..].as_mut_ptr().cast(), 4 - got);
+            if n > 0 {
+                got += n as usize;
+            } else if n < 0 && errno() == libc::EINTR {
+                continue;
+            } else {
+                break;
+            }
+        }
+        let mut init_status = 0;
+        while libc::waitpid(init, &mut init_status, 0) < 0 && errno() == libc::EINTR {}
+        let status = if got == 4 {
+            i32::from_ne_bytes(buf)
+        } else {
+            init_status
+        };
+        exit_like(status)
+    }
+}
+
+/// Exit with `status`: the same code, or death by the same signal.
+unsafe fn exit_like(status: libc::c_int) -> ! {
+    // SAFETY (whole function): scalar raw syscalls.
+    unsafe {
+        if libc::WIFSIGNALED(status) {
+            let sig = libc::WTERMSIG(status);
+            let no_core = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+            libc::signal(sig, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, sig);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::syscall(libc::SYS_kill, libc::syscall(libc::SYS_getpid), sig);
+            libc::_exit(128 + sig);
+        }
+        if libc::WIFEXITED(status) {
+            libc::_exit(libc::WEXITSTATUS(status));
+        }
+        libc::_exit(125)
+    }
+}
+
+/// I: reap every child, forward signals to the command, exit when it ends.
+unsafe fn reap(command: libc::pid_t, set: &libc::sigset_t, status_out: libc::c_int) -> ! {
+    // SAFETY (whole function): raw syscalls with scalars and live stack buffers.
+    unsafe {
+        loop {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let sig = libc::sigwaitinfo(set, &mut info);
+            if sig < 0 {
+                continue;
+            }
+            if sig != libc::SIGCHLD {
+                libc::kill(command, sig);
+                continue;
+            }
+            loop {
+                let mut status = 0;
+                let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
+                if pid <= 0 {
+                    break;
+                }
+                if pid == command {
+                    let bytes = status.to_ne_bytes();
+                    libc::write(status_out, bytes.as_ptr().cast(), bytes.len());
+                    // Leaving ends the namespace: the kernel kills whatever is left in it.
+                    libc::_exit(0);
+                }
+            }
+        }
+    }
+}
+
+/// Drop every capability the user namespace gave: bounding set, ambient, and the
+/// effective/permitted/inheritable sets, so the command execs with none (also as uid 0).
+///
+/// # Safety
+/// Raw syscalls only.
+pub(crate) unsafe fn drop_capabilities() -> Result<(), RawFailure> {
+    #[repr(C)]
+    struct CapHeader {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct CapData {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    // SAFETY: scalar prctls and a capset on live, correctly sized structs.
+    unsafe {
+        for cap in 0..64 {
+            let rc = libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
+            if rc != 0 && errno() != libc::EINVAL {
+                return Err((STEP_CAPS, errno()));
+            }
+        }
+        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        let header = CapHeader {
+            version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
+            pid: 0,
+        };
+        let data = [CapData {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        if libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()) != 0 {
+            return Err((STEP_CAPS, errno()));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,107 @@
+//! A seccomp filter that refuses `socket(AF_UNIX, ...)` (Linux): without it, a sandboxed
+//! command can connect to any pathname Unix socket it can name (Docker's among them), which
+//! Landlock (up to the ABI nono enforces) cannot stop. `socketpair` stays allowed: it reaches
+//! nothing outside the process.
+//!
+//! The program is built once in the parent and installed in the child with one raw `seccomp`
+//! call (after `PR_SET_NO_NEW_PRIVS`). A syscall of another architecture (x32, i386's
+//! `socketcall`) is refused too, so the filter cannot be sidestepped through a compat ABI.
+
+/// One BPF instruction (`struct sock_filter`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct Insn {
+    code: u16,
+    jt: u8,
+    jf: u8,
+    k: u32,
+}
+
+/// `struct sock_fprog`.
+#[repr(C)]
+struct Fprog {
+    len: u16,
+    filter: *const Insn,
+}
+
+const BPF_LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
+const BPF_JEQ_K: u16 = 0x05 | 0x10 | 0x00;
+const BPF_JSET_K: u16 = 0x05 | 0x40 | 0x00;
+const BPF_RET_K: u16 = 0x06 | 0x00;
+
+const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+const SECCOMP_SET_MODE_FILTER: libc::c_uint = 1;
+
+/// `offsetof(struct seccomp_data, ...)`.
+const OFF_NR: u32 = 0;
+const OFF_ARCH: u32 = 4;
+const OFF_ARG0_LO: u32 = 16;
+
+#[cfg(target_arch = "x86_64")]
+const NATIVE_ARCH: u32 = 0xc000_003e;
+#[cfg(target_arch = "aarch64")]
+const NATIVE_ARCH: u32 = 0xc000_00b7;
+
+const X32_BIT: u32 = 0x4000_0000;
+
+const fn insn(code: u16, jt: u8, jf: u8, k: u32) -> Insn {
+    Insn { code, jt, jf, k }
+}
+
+/// The program: a foreign arch or an x32 syscall -> EPERM; `socket(AF_UNIX, ..)` -> EACCES;
+/// everything else is allowed (the other filters and Landlock still apply).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+static PROGRAM: [Insn; 10] = [
+    /* 0 */ insn(BPF_LD_W_ABS, 0, 0, OFF_ARCH),
+    /* 1 */ insn(BPF_JEQ_K, 0, 7, NATIVE_ARCH), // else -> 9
+    /* 2 */ insn(BPF_LD_W_ABS, 0, 0, OFF_NR),
+    /* 3 */ insn(BPF_JSET_K, 5, 0, X32_BIT), // x32 -> 9
+    /* 4 */ insn(BPF_JEQ_K, 0, 2, libc::SYS_socket as u32), // else -> 7
+    /* 5 */ insn(BPF_LD_W_ABS, 0, 0, OFF_ARG0_LO),
+    /* 6 */ insn(BPF_JEQ_K, 1, 0, libc::AF_UNIX as u32), // AF_UNIX -> 8
+    /* 7 */ insn(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+    /* 8 */ insn(BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | libc::EACCES as u32),
+    /* 9 */ insn(BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | libc::EPERM as u32),
+];
+
+/// Whether this build can install the filter.
+pub(crate) const SUPPORTED: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
+
+/// Install the filter in the calling process (the child, before exec). Sets
+/// `PR_SET_NO_NEW_PRIVS` first. Returns the errno on failure.
+///
+/// # Safety
+/// Raw syscalls only; call between fork and exec.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub(crate) unsafe fn install() -> Result<(), i32> {
+    let prog = Fprog {
+        len: PROGRAM.len() as u16,
+        filter: PROGRAM.as_ptr(),
+    };
+    // SAFETY: scalar prctl; `prog` points at a static program for the duration of the call.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(*libc::__errno_location());
+        }
+        if libc::syscall(
+            libc::SYS_seccomp,
+            SECCOMP_SET_MODE_FILTER,
+            0 as libc::c_uint,
+            &prog as *const Fprog,
+        ) != 0
+        {
+            return Err(*libc::__errno_location());
+        }
+    }
+    Ok(())
+}
+
+/// Unsupported architecture: never installs (the backend reports the degradation).
+///
+/// # Safety
+/// Trivially safe; kept `unsafe` for the same signature.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub(crate) unsafe fn install() -> Result<(), i32> {
+    Err(libc::ENOSYS)
+}
