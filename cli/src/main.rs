@@ -71,6 +71,9 @@ struct RunArgs {
     /// The turn id recorded in the audit log (default: a fresh one).
     #[arg(long)]
     turn: Option<String>,
+    /// Write the sandbox report (backend, namespaces, masks, degradations) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    sandbox_report: Option<PathBuf>,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
@@ -300,7 +303,12 @@ fn run_run(args: &RunArgs) -> Result<u8, CliError> {
         args.approver,
         args.turn.as_deref(),
     )?;
-    session::run(&gate, store.as_ref(), &args.command)
+    session::run(
+        &gate,
+        store.as_ref(),
+        &args.command,
+        args.sandbox_report.as_deref(),
+    )
 }
 
 fn run_resume(id: &str, profile: &ProfileArgs, store: &Option<PathBuf>) -> Result<u8, CliError> {

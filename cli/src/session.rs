@@ -1,7 +1,7 @@
 //! `run`, `audit` and `approvals`: the commands that use the durable store and the gate.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -115,8 +115,15 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(|e| CliError(format!("async runtime: {e}")))
 }
 
-fn finish(outcome: &ProcessOutcome) -> u8 {
+fn finish(outcome: &ProcessOutcome, report: Option<&Path>) -> Result<u8, CliError> {
     use std::io::Write;
+    if let (Some(path), Some(sandbox)) = (report, &outcome.sandbox) {
+        let json = serde_json::to_string_pretty(sandbox)
+            .map_err(|e| CliError(format!("sandbox report: {e}")))?;
+        std::fs::write(path, json + "\n").map_err(|e| {
+            CliError(format!("could not write the sandbox report to {}: {e}", path.display()))
+        })?;
+    }
     let _ = std::io::stdout().write_all(&outcome.stdout);
     let _ = std::io::stderr().write_all(&outcome.stderr);
     if outcome.stdout_truncated || outcome.stderr_truncated {
@@ -130,11 +137,11 @@ fn finish(outcome: &ProcessOutcome) -> u8 {
             eprintln!("turngate: sandbox degraded ({area:?}): {reason}");
         }
     }
-    match (outcome.exit_code, outcome.signal) {
+    Ok(match (outcome.exit_code, outcome.signal) {
         (Some(code), _) => u8::try_from(code).unwrap_or(1),
         (None, Some(signal)) => 128u8.saturating_add(u8::try_from(signal).unwrap_or(0)),
         (None, None) => 1,
-    }
+    })
 }
 
 fn denied(reason: &str) -> u8 {
@@ -142,13 +149,19 @@ fn denied(reason: &str) -> u8 {
     EXIT_DENIED
 }
 
-/// `turngate run`: authorize the command through the gate and run it under the sandbox.
-pub fn run(gate: &Gate, store: &dyn AuditStore, argv: &[String]) -> Result<u8, CliError> {
+/// `turngate run`: authorize the command through the gate and run it under the sandbox;
+/// `report` receives the sandbox report as JSON.
+pub fn run(
+    gate: &Gate,
+    store: &dyn AuditStore,
+    argv: &[String],
+    report: Option<&Path>,
+) -> Result<u8, CliError> {
     let line = command_line(argv);
     let inv = ToolInvocation::new(ActionKind::ShellCommand, &line).with_tool("turngate run");
     let rt = runtime()?;
     match rt.block_on(gate.spawn(&inv))? {
-        SpawnResult::Ran(outcome) => Ok(finish(&outcome)),
+        SpawnResult::Ran(outcome) => finish(&outcome, report),
         SpawnResult::Denied(denial) => Ok(denied(&denial.reason)),
         SpawnResult::Deferred(request) => {
             eprintln!(
@@ -165,7 +178,7 @@ pub fn run(gate: &Gate, store: &dyn AuditStore, argv: &[String]) -> Result<u8, C
                 }
                 std::thread::sleep(Duration::from_millis(200));
             }
-            resume_and_run(gate, &rt, &request.id)
+            resume_and_run(gate, &rt, &request.id, report)
         }
     }
 }
@@ -174,10 +187,11 @@ fn resume_and_run(
     gate: &Gate,
     rt: &tokio::runtime::Runtime,
     request_id: &str,
+    report: Option<&Path>,
 ) -> Result<u8, CliError> {
     // The stored action runs under the stored snapshot (narrowed by this gate's), once.
     match rt.block_on(gate.resume_spawn(request_id, Decision::approve()))? {
-        SpawnResult::Ran(outcome) => Ok(finish(&outcome)),
+        SpawnResult::Ran(outcome) => finish(&outcome, report),
         SpawnResult::Denied(denial) => Ok(denied(&denial.reason)),
         SpawnResult::Deferred(request) => Err(CliError(format!(
             "approval request {} is still pending",
@@ -191,7 +205,7 @@ fn resume_and_run(
 /// request is approved by this call; an `allow_once` approval runs once.
 pub fn resume(gate: &Gate, request_id: &str) -> Result<u8, CliError> {
     let rt = runtime()?;
-    resume_and_run(gate, &rt, request_id)
+    resume_and_run(gate, &rt, request_id, None)
 }
 
 /// `turngate approvals list`.

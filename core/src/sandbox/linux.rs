@@ -68,7 +68,7 @@ impl LinuxNonoBackend {
 
     fn detail(abi: &DetectedAbi) -> String {
         format!(
-            "landlock {} (enforcing {}) + seccomp socket filter, nono 0.81.0; namespaces",
+            "landlock {} (enforcing {}) + seccomp socket filter, nono 0.81.0",
             abi.version_string(),
             abi.enforced_version_string()
         )
