@@ -19,7 +19,12 @@ use super::spec::{Mask, MaskKind};
 pub const MAX_ENTRIES: usize = 50_000;
 
 /// File names always hidden inside the HOME configuration the sandbox may read.
-pub const HOME_CONFIG_SECRETS: &[&str] = &["credentials", ".git-credentials", "hosts.yml"];
+pub const HOME_CONFIG_SECRETS: &[&str] = &[
+    "credentials",
+    "credentials.toml",
+    ".git-credentials",
+    "hosts.yml",
+];
 
 /// The masks for `sandbox` under `policy`, and whether the walk stopped early.
 pub fn policy_masks(

@@ -52,7 +52,7 @@ pub use seatbelt::SeatbeltBackend;
 #[cfg(target_os = "linux")]
 pub use namespace::NamespaceSupport;
 pub use spec::{
-    FsGrant, HOME_CONFIG, HOST_TMP_DIRS, Mask, MaskKind, SYSTEM_READ_DEVICES, SYSTEM_READ_DIRS, SYSTEM_READ_ETC,
+    FsGrant, HOME_CONFIG, HOME_TOOLCHAINS, HOST_TMP_DIRS, Mask, MaskKind, SYSTEM_READ_DEVICES, SYSTEM_READ_DIRS, SYSTEM_READ_ETC,
     SYSTEM_RW_DEVICES, SandboxSpec, TmpSpec,
 };
 

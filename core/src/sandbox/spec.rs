@@ -40,6 +40,13 @@ pub const SYSTEM_READ_ETC: &[&str] = &[
     "/etc/ssl",
     "/etc/ca-certificates",
     "/etc/mime.types",
+    // Tools' system-wide configuration.
+    "/etc/gitconfig",
+    "/etc/pip.conf",
+    // Distribution identity (pip's `distro`, platform checks of build tools).
+    "/etc/os-release",
+    "/etc/debian_version",
+    "/etc/lsb-release",
     // Debian's python3 links sitecustomize.py here.
     "/etc/python3",
     "/etc/python3.9",
@@ -67,7 +74,17 @@ pub const HOME_CONFIG: &[&str] = &[
     ".cargo/config",
     ".config/pip",
     ".pip/pip.conf",
-    ".npmrc.d",
+];
+
+/// User-installed toolchains in HOME, readable by every sandboxed program (relative to HOME;
+/// missing ones are skipped): rustup's proxies and toolchains and cargo's downloaded crates.
+/// Unlike [`HOME_CONFIG`] they are not walked for masks: they hold published files only.
+pub const HOME_TOOLCHAINS: &[&str] = &[
+    ".cargo/bin",
+    ".cargo/registry",
+    ".cargo/git",
+    ".rustup/settings.toml",
+    ".rustup/toolchains",
 ];
 
 /// Host temporary directories granted read-write under `tmp = host`.
@@ -190,6 +207,14 @@ impl SandboxSpec {
         self
     }
 
+    /// The HOME toolchain paths granted for reading (existing or not).
+    pub fn home_toolchains(&self) -> Vec<PathBuf> {
+        match (&self.home, self.system_roots) {
+            (Some(home), true) => HOME_TOOLCHAINS.iter().map(|p| home.join(p)).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The HOME configuration paths granted for reading (existing or not).
     pub fn home_config(&self) -> Vec<PathBuf> {
         match (&self.home, self.system_roots) {
@@ -236,10 +261,15 @@ impl SandboxSpec {
                 path: PathBuf::from(p),
                 access: FsAccess::Write,
             }));
-            grants.extend(self.home_config().into_iter().map(|path| FsGrant {
-                path,
-                access: FsAccess::Read,
-            }));
+            grants.extend(
+                self.home_config()
+                    .into_iter()
+                    .chain(self.home_toolchains())
+                    .map(|path| FsGrant {
+                        path,
+                        access: FsAccess::Read,
+                    }),
+            );
         }
         match &self.tmp {
             TmpSpec::Host => grants.extend(HOST_TMP_DIRS.iter().map(|p| FsGrant {
