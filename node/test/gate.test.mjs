@@ -97,7 +97,9 @@ test('a sandboxed spawn cannot write outside the workspace (the kernel refuses)'
     const r = await gate.spawn({ kind: 'shell_command', target: `touch ${outside}/escaped; touch ${ws}/inside` })
     assert.equal(r.outcome, 'ran', JSON.stringify(r))
     assert.equal(r.process.sandbox?.backend, 'nono')
-    assert.match(r.process.stderr.toString(), /Permission denied/)
+    // The namespace layer's read-only view refuses first (EROFS); without it, Landlock (EACCES).
+    const refusal = (r.process.sandbox?.namespaces ?? []).includes('mount') ? /Read-only file system/ : /Permission denied/
+    assert.match(r.process.stderr.toString(), refusal)
     assert.equal(existsSync(path.join(outside, 'escaped')), false, 'the kernel refused the write outside')
     assert.equal(existsSync(path.join(ws, 'inside')), true, 'the workspace stays writable')
     // The parent is not sandboxed.
