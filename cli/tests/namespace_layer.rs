@@ -39,6 +39,10 @@ def run(op, args):
         s.connect(args[0])
     elif op == "read": sys.stdout.write(open(args[0]).read().strip() + " ")
     elif op == "write": open(args[0], "w").write("x")
+    elif op == "rename": os.rename(args[0], args[1])
+    elif op == "rmtree":
+        import shutil
+        shutil.rmtree(args[0])
     elif op == "ppid": sys.stdout.write(str(os.getppid()) + " ")
     else: raise SystemExit("unknown op " + op)
 for spec in sys.argv[1:]:
@@ -509,14 +513,35 @@ fn policy_denied_paths_are_masked_in_the_view() {
                 op("read", env.workspace.join(".env")),
                 op("write", &hook),
                 op("write", env.workspace.join("ok.txt")),
+                // Moving the protected directory aside to recreate it unprotected.
+                format!(
+                    "rename:{}:{}",
+                    env.workspace.join(".git").display(),
+                    env.workspace.join(".git-old").display()
+                ),
+                op("rmtree", env.workspace.join(".git")),
+                format!(
+                    "rename:{}:{}",
+                    env.workspace.join(".env").display(),
+                    env.workspace.join("plain.txt").display()
+                ),
             ],
         );
         assert_eq!(
             lines,
-            vec!["ERRNO EACCES", "ERRNO EROFS", "OK"],
+            vec![
+                "ERRNO EACCES",
+                "ERRNO EROFS",
+                "OK",
+                "ERRNO EBUSY",
+                "ERRNO EBUSY",
+                "ERRNO EBUSY"
+            ],
             "{who:?}"
         );
         assert!(!hook.exists());
+        assert!(env.workspace.join(".git/hooks").is_dir());
+        assert!(!env.workspace.join("plain.txt").exists());
         let report = env.report();
         let masks = report["masks"].as_array().unwrap();
         let has = |path: &Path, kind: &str| {

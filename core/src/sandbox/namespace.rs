@@ -640,8 +640,40 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
             path: cstring(path)?,
         });
     }
-    // 4. Read-only binds inside writable roots, then the hidden paths on top.
+    // 4. Pin every directory between a writable root and a mask as a mount point of its own:
+    //    a mount point cannot be renamed or removed (EBUSY), so `mv .git .git-old` cannot move
+    //    the protected `.git/hooks` aside and recreate it unprotected. Before any mask, so
+    //    their recursive re-enabling of writes does not reach a mask.
     let mut masks: Vec<Mask> = view.masks.clone();
+    let mut pins: Vec<PathBuf> = Vec::new();
+    for mask in &masks {
+        let Some(root) = writable
+            .iter()
+            .filter(|w| mask.path.starts_with(w) && mask.path != **w)
+            .max_by_key(|w| w.components().count())
+        else {
+            continue;
+        };
+        let mut dir = mask.path.parent();
+        while let Some(d) = dir {
+            if d == root.as_path() || !d.starts_with(root) {
+                break;
+            }
+            pins.push(d.to_path_buf());
+            dir = d.parent();
+        }
+    }
+    pins.sort();
+    pins.dedup();
+    pins.sort_by_key(|p| p.components().count());
+    for pin in &pins {
+        if !writable.contains(pin) {
+            ops.push(MountOp::BindWritable {
+                path: cstring(pin)?,
+            });
+        }
+    }
+    // 5. Read-only binds inside writable roots, then the hidden paths on top.
     masks.sort_by_key(|m| (m.kind != MaskKind::ReadOnly, m.path.components().count()));
     for mask in masks.iter().filter(|m| m.kind == MaskKind::ReadOnly) {
         ops.push(MountOp::BindReadOnly {
@@ -649,7 +681,7 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
         });
         masks_out.push(mask.clone());
     }
-    // 5. A minimal /dev, unless a root lies inside it.
+    // 6. A minimal /dev, unless a root lies inside it.
     let roots_in = |dir: &str| {
         let dir = Path::new(dir);
         writable.iter().any(|w| under(w, dir) || under(dir, w))
@@ -699,7 +731,7 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
             });
         }
     }
-    // 6. Hidden paths: an empty mode-0 file bound over a file, an empty mode-0 tmpfs over a dir.
+    // 7. Hidden paths: an empty mode-0 file bound over a file, an empty mode-0 tmpfs over a dir.
     let hidden: Vec<&Mask> = masks.iter().filter(|m| m.kind == MaskKind::Hidden).collect();
     let source = CString::from(c"/dev/.turngate-mask");
     let file_masks = hidden.iter().any(|m| !m.dir);
@@ -734,7 +766,7 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
     if file_masks {
         ops.push(MountOp::Unlink { path: source });
     }
-    // 7. Empty socket directories.
+    // 8. Empty socket directories.
     if view.empty_socket_dirs {
         for dir in SOCKET_DIRS {
             let path = Path::new(dir);
