@@ -121,7 +121,10 @@ fn finish(outcome: &ProcessOutcome, report: Option<&Path>) -> Result<u8, CliErro
         let json = serde_json::to_string_pretty(sandbox)
             .map_err(|e| CliError(format!("sandbox report: {e}")))?;
         std::fs::write(path, json + "\n").map_err(|e| {
-            CliError(format!("could not write the sandbox report to {}: {e}", path.display()))
+            CliError(format!(
+                "could not write the sandbox report to {}: {e}",
+                path.display()
+            ))
         })?;
     }
     let _ = std::io::stdout().write_all(&outcome.stdout);

@@ -37,6 +37,10 @@ def run(op, args):
     elif op == "unix":
         s = socket.socket(socket.AF_UNIX)
         s.connect(args[0])
+    elif op == "socketpair": socket.socketpair()
+    elif op == "abstract":
+        s = socket.socket(socket.AF_UNIX)
+        s.connect("\0" + args[0])
     elif op == "read": sys.stdout.write(open(args[0]).read().strip() + " ")
     elif op == "write": open(args[0], "w").write("x")
     elif op == "rename": os.rename(args[0], args[1])
@@ -70,12 +74,23 @@ fn test_user() -> (u32, u32) {
             .output()
             .ok()
             .filter(|o| o.status.success())
-            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse::<u32>().ok())
+            .and_then(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+            })
     };
     if id("-u").is_none() {
         // Another test process may create it at the same time: "already exists" (9) is fine.
         let status = Command::new("useradd")
-            .args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER])
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                USER,
+            ])
             .status()
             .expect("useradd");
         assert!(
@@ -364,7 +379,10 @@ fn host_processes_are_out_of_reach() {
         assert_eq!(nice_of(pid), nice, "{who:?}: the host process was reniced");
         assert!(host.try_wait().unwrap().is_none(), "the host process died");
         let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
-        let cpu = limits.lines().find(|l| l.starts_with("Max cpu time")).unwrap();
+        let cpu = limits
+            .lines()
+            .find(|l| l.starts_with("Max cpu time"))
+            .unwrap();
         assert!(cpu.contains("unlimited"), "{who:?}: {cpu}");
         host.kill().unwrap();
         let _ = host.wait();
@@ -375,7 +393,11 @@ fn host_processes_are_out_of_reach() {
 fn sleeping(token: &str) -> Vec<i32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
@@ -484,8 +506,25 @@ fn a_host_unix_socket_cannot_be_reached() {
         let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
         listener.set_nonblocking(true).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let lines = env.probe("auto_accept_edits", &[op("unix", &path)]);
-        assert_eq!(lines, vec!["ERRNO EACCES"], "{who:?}");
+        let abstract_name = format!("turngate-test-{}", std::process::id());
+        let abstract_listener = {
+            use std::os::linux::net::SocketAddrExt;
+            let addr = std::os::unix::net::SocketAddr::from_abstract_name(abstract_name.as_bytes())
+                .unwrap();
+            std::os::unix::net::UnixListener::bind_addr(&addr).unwrap()
+        };
+        abstract_listener.set_nonblocking(true).unwrap();
+        let lines = env.probe(
+            "auto_accept_edits",
+            &[
+                op("unix", &path),
+                format!("abstract:{abstract_name}"),
+                // A pair reaches nothing outside the process: still allowed.
+                "socketpair".to_string(),
+            ],
+        );
+        assert_eq!(lines, vec!["ERRNO EACCES", "ERRNO EACCES", "OK"], "{who:?}");
+        assert!(abstract_listener.accept().is_err());
         assert!(
             listener.accept().is_err(),
             "{who:?}: the host socket got a connection"
@@ -550,7 +589,10 @@ fn policy_denied_paths_are_masked_in_the_view() {
                 .any(|m| m["path"] == path.to_str().unwrap() && m["kind"] == kind)
         };
         assert!(has(&env.workspace.join(".env"), "hidden"), "{report}");
-        assert!(has(&env.workspace.join(".git/hooks"), "read_only"), "{report}");
+        assert!(
+            has(&env.workspace.join(".git/hooks"), "read_only"),
+            "{report}"
+        );
         assert_eq!(
             report["namespaces"],
             serde_json::json!(["user", "mount", "pid", "network", "uts", "ipc"]),

@@ -1157,8 +1157,8 @@ impl Gate {
         }
         if plan.sandbox_required {
             let sandbox = &under.snapshot.sandbox;
-            request =
-                request.sandbox(SandboxSpec::from_snapshot(sandbox).with_policy(sandbox, &under.policy));
+            request = request
+                .sandbox(SandboxSpec::from_snapshot(sandbox).with_policy(sandbox, &under.policy));
         }
         Ok(SpawnResult::Ran(Box::new(self.runner.run(request).await?)))
     }

@@ -479,12 +479,20 @@ fn pid_is_gone(pid: i32) -> bool {
 fn sleeping(token: &str) -> Vec<i32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
         let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-        if args.len() >= 2 && args[0].ends_with(b"sleep") && args[1] == token.as_bytes() && !pid_is_gone(pid) {
+        if args.len() >= 2
+            && args[0].ends_with(b"sleep")
+            && args[1] == token.as_bytes()
+            && !pid_is_gone(pid)
+        {
             found.push(pid);
         }
     }

@@ -128,7 +128,9 @@ impl Walk<'_> {
                 .file_name()
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| HOME_CONFIG_SECRETS.contains(&n));
-        let read = self.policy.explain_path(ActionKind::FileRead, &spellings, None);
+        let read = self
+            .policy
+            .explain_path(ActionKind::FileRead, &spellings, None);
         if secret_name || read.effect == Effect::Deny {
             self.push(path, MaskKind::Hidden, dir);
             return false;

@@ -45,15 +45,15 @@ mod unix_filter;
 
 #[cfg(target_os = "linux")]
 pub use linux::LinuxNonoBackend;
+#[cfg(target_os = "linux")]
+pub use namespace::NamespaceSupport;
 pub use report::{BackendProbe, Degradation, DegradationArea, EnforcementLevel, SandboxReport};
 pub use restricted_token::RestrictedTokenBackend;
 pub use runner::{ProcessOutcome, ProcessRequest, ProcessRunner, RunError, StdinPolicy};
 pub use seatbelt::SeatbeltBackend;
-#[cfg(target_os = "linux")]
-pub use namespace::NamespaceSupport;
 pub use spec::{
-    FsGrant, HOME_CONFIG, HOME_TOOLCHAINS, HOST_TMP_DIRS, Mask, MaskKind, SYSTEM_READ_DEVICES, SYSTEM_READ_DIRS, SYSTEM_READ_ETC,
-    SYSTEM_RW_DEVICES, SandboxSpec, TmpSpec,
+    FsGrant, HOME_CONFIG, HOME_TOOLCHAINS, HOST_TMP_DIRS, Mask, MaskKind, SYSTEM_READ_DEVICES,
+    SYSTEM_READ_DIRS, SYSTEM_READ_ETC, SYSTEM_RW_DEVICES, SandboxSpec, TmpSpec,
 };
 
 /// Why a sandbox could not be set up. The command has not run.

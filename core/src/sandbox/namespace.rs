@@ -279,7 +279,9 @@ fn errno() -> i32 {
 /// The child must only make raw syscalls until it execs or exits.
 pub(crate) unsafe fn raw_fork() -> libc::pid_t {
     // SAFETY: clone with SIGCHLD and a null stack behaves as fork; arguments are scalars.
-    unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_long, 0, 0, 0, 0) as libc::pid_t }
+    unsafe {
+        libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_long, 0, 0, 0, 0) as libc::pid_t
+    }
 }
 
 fn set_attr(
@@ -487,7 +489,10 @@ fn under(path: &Path, dir: &Path) -> bool {
 
 impl NamespacePlan {
     /// The plan for `view` on a machine with `support`, and what is missing.
-    pub fn new(view: &ViewSpec, support: NamespaceSupport) -> Result<(Option<NamespacePlan>, Vec<Degradation>), String> {
+    pub fn new(
+        view: &ViewSpec,
+        support: NamespaceSupport,
+    ) -> Result<(Option<NamespacePlan>, Vec<Degradation>), String> {
         let mut missing = Vec::new();
         let why = if support.errno != 0 {
             format!(" ({})", std::io::Error::from_raw_os_error(support.errno))
@@ -524,7 +529,9 @@ impl NamespacePlan {
         if view.network && !support.network {
             missing.push(Degradation::new(
                 DegradationArea::Network,
-                format!("no network namespace{why}: the network is blocked by Landlock and seccomp only"),
+                format!(
+                    "no network namespace{why}: the network is blocked by Landlock and seccomp only"
+                ),
             ));
         }
         if !support.uts {
@@ -732,7 +739,10 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
         }
     }
     // 7. Hidden paths: an empty mode-0 file bound over a file, an empty mode-0 tmpfs over a dir.
-    let hidden: Vec<&Mask> = masks.iter().filter(|m| m.kind == MaskKind::Hidden).collect();
+    let hidden: Vec<&Mask> = masks
+        .iter()
+        .filter(|m| m.kind == MaskKind::Hidden)
+        .collect();
     let source = CString::from(c"/dev/.turngate-mask");
     let file_masks = hidden.iter().any(|m| !m.dir);
     if file_masks && !own_dev {
@@ -922,7 +932,13 @@ fn mount_op(op: &MountOp, slots: &mut [libc::c_int; SLOTS]) -> Result<(), i32> {
                 if fd < 0 {
                     return Err(libc::EBADF);
                 }
-                set_attr(fd, c"", libc::AT_EMPTY_PATH as libc::c_uint, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, 0)?;
+                set_attr(
+                    fd,
+                    c"",
+                    libc::AT_EMPTY_PATH as libc::c_uint,
+                    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+                    0,
+                )?;
                 let rc = libc::syscall(
                     libc::SYS_move_mount,
                     fd,
@@ -1004,7 +1020,9 @@ impl NamespacePlan {
                     }
                 }
             }
-            if self.network && let Err(e) = loopback_up() {
+            if self.network
+                && let Err(e) = loopback_up()
+            {
                 return Err((STEP_LOOPBACK, e));
             }
             if !self.pid {
@@ -1225,7 +1243,13 @@ pub(crate) unsafe fn drop_capabilities() -> Result<(), RawFailure> {
                 return Err((STEP_CAPS, errno()));
             }
         }
-        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
         let header = CapHeader {
             version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
             pid: 0,

@@ -24,10 +24,14 @@ struct Fprog {
     filter: *const Insn,
 }
 
-const BPF_LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
-const BPF_JEQ_K: u16 = 0x05 | 0x10 | 0x00;
-const BPF_JSET_K: u16 = 0x05 | 0x40 | 0x00;
-const BPF_RET_K: u16 = 0x06 | 0x00;
+/// `BPF_LD | BPF_W | BPF_ABS`.
+const BPF_LD_W_ABS: u16 = 0x20;
+/// `BPF_JMP | BPF_JEQ | BPF_K`.
+const BPF_JEQ_K: u16 = 0x15;
+/// `BPF_JMP | BPF_JSET | BPF_K`.
+const BPF_JSET_K: u16 = 0x45;
+/// `BPF_RET | BPF_K`.
+const BPF_RET_K: u16 = 0x06;
 
 const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
 const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
