@@ -683,3 +683,79 @@ fn a_missing_program_is_a_spawn_error() {
         .unwrap_err();
     assert!(matches!(err, RunError::Spawn { .. }), "{err}");
 }
+
+fn run_with(
+    support: turngate::sandbox::NamespaceSupport,
+    spec: &SandboxSpec,
+    cwd: &Path,
+    args: &[&str],
+) -> ProcessOutcome {
+    let mut argv = vec!["/usr/bin/python3", "-c", PY];
+    argv.extend_from_slice(args);
+    let request = ProcessRequest::new(argv, cwd)
+        .env([("PATH", "/usr/bin:/bin"), ("LANG", "C")])
+        .timeout(Duration::from_secs(30))
+        .sandbox(spec.clone());
+    ProcessRunner::new(Arc::new(LinuxNonoBackend::with_namespace_support(support)))
+        .run_blocking(request)
+        .unwrap()
+}
+
+#[test]
+fn each_missing_namespace_layer_is_named_and_landlock_still_confines() {
+    use turngate::sandbox::NamespaceSupport;
+    require_landlock();
+    let d = dirs();
+    let s = spec(&d.workspace, network(NetworkMode::Disabled, vec![]));
+    let target = d.outside.join("escape.txt");
+    let named = |out: &ProcessOutcome, needle: &str| {
+        out.sandbox
+            .as_ref()
+            .unwrap()
+            .degradations
+            .iter()
+            .any(|g| g.reason.starts_with(needle))
+    };
+
+    // Only the PID namespace is missing: the mount view still refuses, the report says which.
+    let no_pid = NamespaceSupport {
+        pid: false,
+        ..NamespaceSupport::ALL
+    };
+    let out = run_with(no_pid, &s, &d.workspace, &["write", path_str(&target)]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ERRNO EROFS");
+    let report = out.sandbox.clone().unwrap();
+    assert_eq!(report.namespaces, ["user", "mount", "network", "uts", "ipc"]);
+    assert!(named(&out, "no PID namespace"), "{report:?}");
+    assert!(!named(&out, "no mount namespace"), "{report:?}");
+    assert_eq!(report.status, EnforcementLevel::PartiallyActive);
+
+    // No user namespace at all: every layer is named, and Landlock alone refuses the write.
+    let none = NamespaceSupport::none(libc::ENOSPC);
+    let out = run_with(none, &s, &d.workspace, &["write", path_str(&target)]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ERRNO EACCES");
+    let report = out.sandbox.clone().unwrap();
+    assert!(report.namespaces.is_empty(), "{report:?}");
+    for layer in [
+        "no user namespace",
+        "no mount namespace",
+        "no PID namespace",
+        "no network namespace",
+        "no UTS namespace",
+        "no IPC namespace",
+    ] {
+        assert!(named(&out, layer), "{layer}: {report:?}");
+    }
+    assert!(!target.exists());
+
+    // Everything available: nothing about namespaces is reported as missing.
+    let out = run_with(NamespaceSupport::ALL, &s, &d.workspace, &["read", "/etc/hostname"]);
+    let report = out.sandbox.unwrap();
+    assert!(
+        !report
+            .degradations
+            .iter()
+            .any(|g| g.reason.contains("namespace")),
+        "{report:?}"
+    );
+}

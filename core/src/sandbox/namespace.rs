@@ -1002,6 +1002,9 @@ impl NamespacePlan {
         // SAFETY (whole function): raw syscalls with scalars, live stack buffers, and
         // NUL-terminated strings prepared by the parent.
         unsafe {
+            // P and I run on in the host's process image without exec: a handler the host
+            // installed (libuv's, Python's) must never run in them.
+            reset_signal_handlers();
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
                 return Err((STEP_PDEATHSIG, errno()));
             }
@@ -1104,6 +1107,23 @@ impl NamespacePlan {
                     close_all_but(&[status_out]);
                     reap(command, &set, status_out)
                 }
+            }
+        }
+    }
+}
+
+/// Every signal's disposition back to the default (glibc's own two it keeps, refusing them).
+///
+/// # Safety
+/// Raw syscalls only.
+unsafe fn reset_signal_handlers() {
+    // SAFETY: sigaction with a zeroed, SIG_DFL action on the stack; failures are ignored.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = libc::SIG_DFL;
+        for sig in 1..=64 {
+            if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                libc::sigaction(sig, &action, std::ptr::null_mut());
             }
         }
     }
