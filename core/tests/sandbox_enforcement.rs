@@ -725,7 +725,10 @@ fn each_missing_namespace_layer_is_named_and_landlock_still_confines() {
     let out = run_with(no_pid, &s, &d.workspace, &["write", path_str(&target)]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ERRNO EROFS");
     let report = out.sandbox.clone().unwrap();
-    assert_eq!(report.namespaces, ["user", "mount", "network", "uts", "ipc"]);
+    assert_eq!(
+        report.namespaces,
+        ["user", "mount", "network", "uts", "ipc"]
+    );
     assert!(named(&out, "no PID namespace"), "{report:?}");
     assert!(!named(&out, "no mount namespace"), "{report:?}");
     assert_eq!(report.status, EnforcementLevel::PartiallyActive);
@@ -749,7 +752,12 @@ fn each_missing_namespace_layer_is_named_and_landlock_still_confines() {
     assert!(!target.exists());
 
     // Everything available: nothing about namespaces is reported as missing.
-    let out = run_with(NamespaceSupport::ALL, &s, &d.workspace, &["read", "/etc/hostname"]);
+    let out = run_with(
+        NamespaceSupport::ALL,
+        &s,
+        &d.workspace,
+        &["read", "/etc/hostname"],
+    );
     let report = out.sandbox.unwrap();
     assert!(
         !report

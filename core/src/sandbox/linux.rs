@@ -118,6 +118,22 @@ impl SandboxBackend for LinuxNonoBackend {
                     capabilities.push("signal_scoping".to_string());
                     capabilities.push("abstract_unix_scoping".to_string());
                 }
+                if unix_filter::SUPPORTED {
+                    capabilities.push("unix_socket_filter".to_string());
+                }
+                let ns = self.namespace_support();
+                for (on, name) in [
+                    (ns.user, "user_namespace"),
+                    (ns.mount, "mount_namespace"),
+                    (ns.pid, "pid_namespace"),
+                    (ns.network, "network_namespace"),
+                    (ns.uts, "uts_namespace"),
+                    (ns.ipc, "ipc_namespace"),
+                ] {
+                    if on {
+                        capabilities.push(name.to_string());
+                    }
+                }
                 BackendProbe {
                     backend: SandboxBackendKind::Nono,
                     available: true,
