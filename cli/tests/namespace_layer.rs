@@ -38,6 +38,14 @@ def run(op, args):
         s = socket.socket(socket.AF_UNIX)
         s.connect(args[0])
     elif op == "socketpair": socket.socketpair()
+    elif op == "syscall":
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        buf = ctypes.create_string_buffer(256)
+        nums = [int(a) for a in args]
+        extra = [buf if a == -1 else ctypes.c_long(a) for a in nums[1:]]
+        if libc.syscall(ctypes.c_long(nums[0]), *extra) < 0:
+            raise OSError(ctypes.get_errno(), "syscall")
     elif op == "abstract":
         s = socket.socket(socket.AF_UNIX)
         s.connect("\0" + args[0])
@@ -798,4 +806,96 @@ fn degraded_without_user_namespaces() {
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("sandbox degraded"), "{stderr}");
+}
+
+#[test]
+fn the_kernel_keyrings_and_io_uring_are_refused() {
+    assert!(namespaces_available());
+    for who in BOTH {
+        let env = Env::new(who);
+        // keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0): the host's session
+        // keyring is shared with the command otherwise. io_uring_setup(1, params): its
+        // socket and file operations are invisible to seccomp. (-1 passes a scratch buffer.)
+        let ops = [
+            format!("syscall:{}:0:-3:0", libc::SYS_keyctl),
+            format!("syscall:{}:1:-1", libc::SYS_io_uring_setup),
+        ];
+        let lines = env.probe("auto_accept_edits", &ops);
+        assert_eq!(lines, vec!["ERRNO EPERM", "ERRNO EPERM"], "{who:?}");
+    }
+}
+
+#[test]
+fn a_directory_the_walk_cannot_list_is_hidden() {
+    assert!(namespaces_available());
+    // As the owner without the read bit (root reads every directory, so only the user case
+    // can hit it): an unlistable directory could hold anything, so it is hidden whole.
+    let env = Env::new(Who::User);
+    let dir = env.workspace.join("sub");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join(".env"), "TOKEN=hunter2-in-sub\n").unwrap();
+    let (uid, gid) = env.ids.unwrap();
+    chown_tree(&dir, uid, gid);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o311)).unwrap();
+    let lines = env.probe("auto_accept_edits", &[op("read", dir.join(".env"))]);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(lines, vec!["ERRNO EACCES"]);
+    let report = env.report();
+    let masks = report["masks"].as_array().unwrap();
+    assert!(
+        masks
+            .iter()
+            .any(|m| m["path"] == dir.to_str().unwrap() && m["kind"] == "hidden"),
+        "{report}"
+    );
+}
+
+#[test]
+fn aliases_of_a_denied_name_are_hidden_too() {
+    assert!(namespaces_available());
+    for who in BOTH {
+        let env = Env::new(who);
+        let ws = &env.workspace;
+        // Planted before the secret existed: `.envrc` is a symlink to an innocent name, and
+        // `.env.local` a hard link to another; the user then writes secrets through them.
+        std::fs::write(ws.join("notes.txt"), "TOKEN=hunter2-via-symlink\n").unwrap();
+        std::os::unix::fs::symlink("notes.txt", ws.join(".envrc")).unwrap();
+        std::fs::write(ws.join("plain.txt"), "TOKEN=hunter2-via-hardlink\n").unwrap();
+        std::fs::hard_link(ws.join("plain.txt"), ws.join(".env.local")).unwrap();
+        if let Some((uid, gid)) = env.ids {
+            chown_tree(ws, uid, gid);
+        }
+        let lines = env.probe(
+            "auto_accept_edits",
+            &[
+                op("read", ws.join("notes.txt")),
+                op("read", ws.join("plain.txt")),
+                op("read", ws.join("a.txt")),
+            ],
+        );
+        assert_eq!(
+            lines,
+            vec!["ERRNO EACCES", "ERRNO EACCES", "a OK"],
+            "{who:?}"
+        );
+    }
+}
+
+#[test]
+fn a_submodule_hooks_directory_is_read_only() {
+    assert!(namespaces_available());
+    for who in BOTH {
+        let env = Env::new(who);
+        let hooks = env.workspace.join(".git/modules/lib/hooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        if let Some((uid, gid)) = env.ids {
+            chown_tree(&env.workspace, uid, gid);
+        }
+        let lines = env.probe(
+            "auto_accept_edits",
+            &[op("write", hooks.join("pre-commit"))],
+        );
+        assert_eq!(lines, vec!["ERRNO EROFS"], "{who:?}");
+        assert!(!hooks.join("pre-commit").exists());
+    }
 }

@@ -255,6 +255,8 @@ pub const PROTECTED_WRITE_PATTERNS: &[&str] = &[
     "*/.git/hooks/*",
     ".git/config",
     "*/.git/config",
+    ".git/modules/*/hooks",
+    "*/.git/modules/*/hooks",
     ".git/modules/*/hooks/*",
     "*/.git/modules/*/hooks/*",
     ".git/modules/*/config",
@@ -263,6 +265,11 @@ pub const PROTECTED_WRITE_PATTERNS: &[&str] = &[
     "*/.git/config.worktree",
     ".git/worktrees/*/config.worktree",
     "*/.git/worktrees/*/config.worktree",
+    // `commondir` points git at another directory's config and hooks.
+    ".git/commondir",
+    "*/.git/commondir",
+    ".git/worktrees/*/commondir",
+    "*/.git/worktrees/*/commondir",
 ];
 
 /// A layered policy: plain data in the policy file format. Compile it once with

@@ -2,10 +2,18 @@
 //! (hidden) or writing (bound read-only), found by walking the roots once per spawn.
 //!
 //! A pure function of the roots on disk and the compiled policy; it never touches the kernel.
-//! The walk does not follow symlinks (a symlink's target is judged where it lies, by Landlock),
-//! and stops at [`MAX_ENTRIES`]; the spec then says so and the report names the degradation.
+//! The walk is breadth-first and does not follow symlinks, and it fails closed:
+//! - a directory it cannot list is hidden (what it holds cannot be judged);
+//! - a symlink whose name is denied hides its target inside the roots, and every other name
+//!   (hard link) of a denied file is hidden too, so an alias planted before the secret was
+//!   written does not read it;
+//! - names that are not UTF-8 are judged by their lossy form, and their directories walked;
+//! - well-known secret and git paths at the top of each root are judged first, so flooding a
+//!   root with entries cannot push them past [`MAX_ENTRIES`]; past the cap the spec says so and
+//!   the report names the degradation.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::action::{ActionKind, Effect};
@@ -26,6 +34,25 @@ pub const HOME_CONFIG_SECRETS: &[&str] = &[
     "hosts.yml",
 ];
 
+/// Paths judged first in every root, before the walk (relative to the root).
+const FIRST: &[&str] = &[
+    ".env",
+    ".envrc",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    "credentials.json",
+    ".aws",
+    ".aws/credentials",
+    ".ssh",
+    ".git",
+    ".git/hooks",
+    ".git/config",
+    ".git/config.worktree",
+    ".git/commondir",
+    ".git/modules",
+];
+
 /// The masks for `sandbox` under `policy`, and whether the walk stopped early.
 pub fn policy_masks(
     sandbox: &TurnSandboxSnapshot,
@@ -41,88 +68,126 @@ pub fn policy_masks(
         .iter()
         .find(|e| e.provenance == FsProvenance::Workspace)
         .and_then(|e| std::fs::canonicalize(&e.path).ok());
+    let roots: Vec<(PathBuf, bool, bool)> = sandbox
+        .filesystem
+        .entries
+        .iter()
+        .filter_map(|entry| {
+            let root = std::fs::canonicalize(&entry.path).ok()?;
+            let writable = entry.access == FsAccess::Write && sandbox.mode != SandboxMode::ReadOnly;
+            Some((root, writable, false))
+        })
+        .chain(
+            home_config
+                .iter()
+                .filter_map(|d| std::fs::canonicalize(d).ok())
+                .map(|d| (d, false, true)),
+        )
+        .collect();
     let mut walk = Walk {
         policy,
         workspace,
+        roots: roots.iter().map(|(r, _, _)| r.clone()).collect(),
         seen: HashSet::new(),
         masks: Vec::new(),
+        linked: HashMap::new(),
+        denied_inodes: HashSet::new(),
         visited: 0,
         truncated: false,
     };
-    for entry in &sandbox.filesystem.entries {
-        let Ok(root) = std::fs::canonicalize(&entry.path) else {
-            continue;
-        };
-        let writable = entry.access == FsAccess::Write && sandbox.mode != SandboxMode::ReadOnly;
-        walk.root(&root, writable, false);
+    for (root, writable, home) in &roots {
+        walk.first(root, *writable, *home);
     }
-    for dir in home_config {
-        if let Ok(root) = std::fs::canonicalize(dir) {
-            walk.root(&root, false, true);
-        }
+    for (root, writable, home) in &roots {
+        walk.root(root, *writable, *home);
     }
+    walk.aliases();
     (walk.masks, walk.truncated)
 }
 
 struct Walk<'a> {
     policy: &'a CompiledPolicy,
     workspace: Option<PathBuf>,
+    roots: Vec<PathBuf>,
     seen: HashSet<PathBuf>,
     masks: Vec<Mask>,
+    /// Regular files with more than one name: (dev, ino) -> their paths.
+    linked: HashMap<(u64, u64), Vec<PathBuf>>,
+    /// Inodes of denied files with more than one name.
+    denied_inodes: HashSet<(u64, u64)>,
     visited: usize,
     truncated: bool,
 }
 
 impl Walk<'_> {
+    /// Judge the well-known paths of `root` before anything else.
+    fn first(&mut self, root: &Path, writable: bool, home_config: bool) {
+        for rel in FIRST {
+            let path = root.join(rel);
+            if let Ok(meta) = std::fs::symlink_metadata(&path) {
+                self.judge(&path, &meta, writable, home_config);
+            }
+        }
+    }
+
     fn root(&mut self, root: &Path, writable: bool, home_config: bool) {
         let Ok(meta) = std::fs::symlink_metadata(root) else {
             return;
         };
         if !meta.is_dir() {
             if home_config {
-                self.judge(root, false, false, true);
+                self.judge(root, &meta, false, true);
             }
             return;
         }
-        let mut stack = vec![root.to_path_buf()];
-        while let Some(dir) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
+        let mut queue = VecDeque::from([root.to_path_buf()]);
+        while let Some(dir) = queue.pop_front() {
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(_) => {
+                    // What cannot be listed cannot be judged: hide it.
+                    if let Ok(meta) = std::fs::symlink_metadata(&dir) {
+                        self.push(&dir, MaskKind::Hidden, &meta);
+                    }
+                    continue;
+                }
             };
-            for entry in entries.flatten() {
+            for entry in entries {
                 if self.visited >= MAX_ENTRIES {
                     self.truncated = true;
                     return;
                 }
                 self.visited += 1;
-                let Ok(kind) = entry.file_type() else {
+                let Ok(entry) = entry else {
                     continue;
                 };
-                if kind.is_symlink() {
-                    continue;
-                }
                 let path = entry.path();
-                let is_dir = kind.is_dir();
-                if self.judge(&path, is_dir, writable, home_config) && is_dir {
-                    stack.push(path);
+                let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                    continue;
+                };
+                if self.judge(&path, &meta, writable, home_config) && meta.is_dir() {
+                    queue.push_back(path);
                 }
             }
         }
     }
 
     /// Record the masks `path` needs; whether to descend into it.
-    fn judge(&mut self, path: &Path, dir: bool, writable: bool, home_config: bool) -> bool {
-        let Some(abs) = path.to_str() else {
-            // Not UTF-8: no rule can name it; its contents are judged by Landlock.
-            return false;
-        };
+    fn judge(
+        &mut self,
+        path: &Path,
+        meta: &std::fs::Metadata,
+        writable: bool,
+        home_config: bool,
+    ) -> bool {
+        let abs = path.to_string_lossy();
         let rel = self
             .workspace
             .as_deref()
             .and_then(|ws| path.strip_prefix(ws).ok())
-            .and_then(Path::to_str)
+            .map(|r| r.to_string_lossy())
             .filter(|r| !r.is_empty());
-        let spellings: Vec<&str> = rel.into_iter().chain(std::iter::once(abs)).collect();
+        let spellings: Vec<&str> = rel.as_deref().into_iter().chain([abs.as_ref()]).collect();
         let secret_name = home_config
             && path
                 .file_name()
@@ -131,8 +196,29 @@ impl Walk<'_> {
         let read = self
             .policy
             .explain_path(ActionKind::FileRead, &spellings, None);
-        if secret_name || read.effect == Effect::Deny {
-            self.push(path, MaskKind::Hidden, dir);
+        let denied = secret_name || read.effect == Effect::Deny;
+        if meta.file_type().is_symlink() {
+            if denied {
+                // An alias under a denied name: hide what it points to, inside the roots.
+                if let Ok(target) = std::fs::canonicalize(path)
+                    && self.roots.iter().any(|r| target.starts_with(r))
+                    && let Ok(tmeta) = std::fs::symlink_metadata(&target)
+                {
+                    self.push(&target, MaskKind::Hidden, &tmeta);
+                    self.note_denied(&tmeta);
+                }
+            }
+            return false;
+        }
+        if meta.is_file() && meta.nlink() > 1 {
+            self.linked
+                .entry((meta.dev(), meta.ino()))
+                .or_default()
+                .push(path.to_path_buf());
+        }
+        if denied {
+            self.push(path, MaskKind::Hidden, meta);
+            self.note_denied(meta);
             return false;
         }
         if writable {
@@ -140,18 +226,42 @@ impl Walk<'_> {
                 .policy
                 .explain_path(ActionKind::FileWrite, &spellings, None);
             if matches!(write.reason, Reason::DenyRule | Reason::AskRule) {
-                self.push(path, MaskKind::ReadOnly, dir);
+                self.push(path, MaskKind::ReadOnly, meta);
             }
         }
         true
     }
 
-    fn push(&mut self, path: &Path, kind: MaskKind, dir: bool) {
+    fn note_denied(&mut self, meta: &std::fs::Metadata) {
+        if meta.is_file() && meta.nlink() > 1 {
+            self.denied_inodes.insert((meta.dev(), meta.ino()));
+        }
+    }
+
+    /// Hide every other name of a denied file.
+    fn aliases(&mut self) {
+        let names: Vec<PathBuf> = self
+            .denied_inodes
+            .iter()
+            .filter_map(|inode| self.linked.get(inode))
+            .flatten()
+            .cloned()
+            .collect();
+        for path in names {
+            if let Ok(meta) = std::fs::symlink_metadata(&path) {
+                self.push(&path, MaskKind::Hidden, &meta);
+            }
+        }
+    }
+
+    fn push(&mut self, path: &Path, kind: MaskKind, meta: &std::fs::Metadata) {
         if self.seen.insert(path.to_path_buf()) {
             self.masks.push(Mask {
                 path: path.to_path_buf(),
                 kind,
-                dir,
+                dir: meta.is_dir(),
+                dev: meta.dev(),
+                ino: meta.ino(),
             });
         }
     }

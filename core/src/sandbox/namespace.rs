@@ -414,8 +414,16 @@ enum MountOp {
     Place { slot: usize, path: CString },
     /// A fresh devpts instance.
     Devpts { path: CString },
-    /// Bind `source` (an empty file) over `path`, read-only.
-    MaskFile { source: CString, path: CString },
+    /// Bind `source` (an empty file) over `path`, read-only. `path` must still be the file
+    /// the walk judged (`dev`, `ino`; 0 skips the check).
+    MaskFile {
+        source: CString,
+        path: CString,
+        dev: u64,
+        ino: u64,
+    },
+    /// An empty, unreadable, read-only tmpfs over the directory `path` (checked as above).
+    MaskDir { path: CString, dev: u64, ino: u64 },
     /// Remove a file (the mask source, once every mask is mounted).
     Unlink { path: CString },
 }
@@ -435,7 +443,9 @@ impl MountOp {
             MountOp::Symlink { path, .. } => format!("symlink {}", s(path)),
             MountOp::Place { path, .. } => format!("bind device {}", s(path)),
             MountOp::Devpts { path } => format!("devpts on {}", s(path)),
-            MountOp::MaskFile { path, .. } => format!("mask {}", s(path)),
+            MountOp::MaskFile { path, .. } | MountOp::MaskDir { path, .. } => {
+                format!("mask {}", s(path))
+            }
             MountOp::Unlink { path } => format!("unlink {}", s(path)),
         }
     }
@@ -617,7 +627,7 @@ pub(crate) fn step_name(step: u32) -> &'static str {
         STEP_CHDIR => "chdir",
         STEP_PARENT_GONE => "parent_gone",
         STEP_CAPS => "drop_capabilities",
-        STEP_UNIX_FILTER => "unix_socket_filter",
+        STEP_UNIX_FILTER => "seccomp_filter",
         _ => "other",
     }
 }
@@ -651,7 +661,24 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
     //    a mount point cannot be renamed or removed (EBUSY), so `mv .git .git-old` cannot move
     //    the protected `.git/hooks` aside and recreate it unprotected. Before any mask, so
     //    their recursive re-enabling of writes does not reach a mask.
-    let mut masks: Vec<Mask> = view.masks.clone();
+    // A mask inside a hidden directory is covered by it (and its path is gone once the
+    // directory is hidden).
+    let hidden_dirs: Vec<&Path> = view
+        .masks
+        .iter()
+        .filter(|m| m.kind == MaskKind::Hidden && m.dir)
+        .map(|m| m.path.as_path())
+        .collect();
+    let mut masks: Vec<Mask> = view
+        .masks
+        .iter()
+        .filter(|m| {
+            !hidden_dirs
+                .iter()
+                .any(|d| m.path.starts_with(d) && m.path.as_path() != *d)
+        })
+        .cloned()
+        .collect();
     let mut pins: Vec<PathBuf> = Vec::new();
     for mask in &masks {
         let Some(root) = writable
@@ -760,15 +787,17 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
     for mask in &hidden {
         let path = cstring(&mask.path)?;
         ops.push(if mask.dir {
-            MountOp::Tmpfs {
+            MountOp::MaskDir {
                 path,
-                data: c"mode=0000,size=4k,nr_inodes=1".into(),
-                read_only: true,
+                dev: mask.dev,
+                ino: mask.ino,
             }
         } else {
             MountOp::MaskFile {
                 source: source.clone(),
                 path,
+                dev: mask.dev,
+                ino: mask.ino,
             }
         });
         masks_out.push((*mask).clone());
@@ -795,6 +824,8 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
                 path: path.to_path_buf(),
                 kind: MaskKind::Emptied,
                 dir: true,
+                dev: 0,
+                ino: 0,
             });
         }
     }
@@ -844,48 +875,18 @@ fn mount_op(op: &MountOp, slots: &mut [libc::c_int; SLOTS]) -> Result<(), i32> {
                 0,
             ),
             MountOp::BindWritable { path } => {
-                ok(libc::mount(
-                    path.as_ptr(),
-                    path.as_ptr(),
-                    null,
-                    libc::MS_BIND | libc::MS_REC,
-                    std::ptr::null(),
-                ) as libc::c_long)?;
                 // Recursively where it can; a submount the host made read-only stays so.
-                match set_attr(
-                    libc::AT_FDCWD,
+                bind_over_itself(
                     path,
-                    AT_RECURSIVE,
                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
                     MOUNT_ATTR_RDONLY,
-                ) {
-                    Ok(()) => Ok(()),
-                    Err(libc::EPERM) => set_attr(
-                        libc::AT_FDCWD,
-                        path,
-                        0,
-                        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                        MOUNT_ATTR_RDONLY,
-                    ),
-                    Err(e) => Err(e),
-                }
-            }
-            MountOp::BindReadOnly { path } => {
-                ok(libc::mount(
-                    path.as_ptr(),
-                    path.as_ptr(),
-                    null,
-                    libc::MS_BIND | libc::MS_REC,
-                    std::ptr::null(),
-                ) as libc::c_long)?;
-                set_attr(
-                    libc::AT_FDCWD,
-                    path,
-                    AT_RECURSIVE,
-                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                    0,
                 )
             }
+            MountOp::BindReadOnly { path } => bind_over_itself(
+                path,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                0,
+            ),
             MountOp::Tmpfs {
                 path,
                 data,
@@ -960,25 +961,178 @@ fn mount_op(op: &MountOp, slots: &mut [libc::c_int; SLOTS]) -> Result<(), i32> {
                 libc::MS_NOSUID | libc::MS_NOEXEC,
                 c"newinstance,ptmxmode=0666,mode=0620".as_ptr().cast(),
             ) as libc::c_long),
-            MountOp::MaskFile { source, path } => {
-                ok(libc::mount(
-                    source.as_ptr(),
-                    path.as_ptr(),
-                    null,
-                    libc::MS_BIND,
-                    std::ptr::null(),
-                ) as libc::c_long)?;
+            MountOp::MaskFile {
+                source,
+                path,
+                dev,
+                ino,
+            } => {
+                let target = Fd(open_exact(path, *dev, *ino)?);
+                let mask = Fd(open_tree(libc::AT_FDCWD, source, 0)?);
                 set_attr(
-                    libc::AT_FDCWD,
-                    path,
-                    0,
+                    mask.0,
+                    c"",
+                    libc::AT_EMPTY_PATH as libc::c_uint,
                     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
                     0,
-                )
+                )?;
+                move_onto(mask.0, target.0)
+            }
+            MountOp::MaskDir { path, dev, ino } => {
+                let target = Fd(open_exact(path, *dev, *ino)?);
+                // mount(2) onto the descriptor's magic link: exactly the directory opened,
+                // whatever its path has become since.
+                let mut link = [0u8; 32];
+                fd_link(target.0, &mut link);
+                ok(libc::mount(
+                    c"tmpfs".as_ptr(),
+                    link.as_ptr().cast(),
+                    c"tmpfs".as_ptr(),
+                    libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    c"mode=0000,size=4k,nr_inodes=1".as_ptr().cast(),
+                ) as libc::c_long)
             }
             MountOp::Unlink { path } => ok(libc::unlink(path.as_ptr()) as libc::c_long),
         }
     }
+}
+
+/// A descriptor closed when dropped (child side: a raw `close`).
+struct Fd(libc::c_int);
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        // SAFETY: closes a descriptor this process opened.
+        unsafe {
+            libc::close(self.0);
+        }
+    }
+}
+
+/// `struct open_how` (linux/openat2.h).
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x0000_0040;
+
+/// Open `path` as an `O_PATH` descriptor without following any symlink on the way (the plan's
+/// paths are canonical, so a symlink there is a swap since the walk) and, when `ino` is not 0,
+/// check it is still the file the walk judged.
+fn open_exact(path: &std::ffi::CStr, dev: u64, ino: u64) -> Result<libc::c_int, i32> {
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64,
+        mode: 0,
+        resolve: RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: a NUL-terminated path and a live, correctly sized `open_how`.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        return Err(errno());
+    }
+    let fd = fd as libc::c_int;
+    if ino != 0 {
+        // SAFETY: a zeroed stat buffer on the stack.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `fd` is open; `st` is live.
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            let e = errno();
+            // SAFETY: closes the descriptor opened above.
+            unsafe { libc::close(fd) };
+            return Err(e);
+        }
+        if st.st_dev != dev || st.st_ino != ino {
+            // SAFETY: as above.
+            unsafe { libc::close(fd) };
+            return Err(libc::ESTALE);
+        }
+    }
+    Ok(fd)
+}
+
+/// A detached clone of the mount tree at `dirfd`/`path` (`AT_EMPTY_PATH` when `path` is "").
+fn open_tree(
+    dirfd: libc::c_int,
+    path: &std::ffi::CStr,
+    flags: libc::c_uint,
+) -> Result<libc::c_int, i32> {
+    let mut flags = flags | OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint;
+    if path.is_empty() {
+        flags |= libc::AT_EMPTY_PATH as libc::c_uint;
+    }
+    // SAFETY: a NUL-terminated path and scalar flags.
+    let fd = unsafe { libc::syscall(libc::SYS_open_tree, dirfd, path.as_ptr(), flags) };
+    if fd < 0 {
+        Err(errno())
+    } else {
+        Ok(fd as libc::c_int)
+    }
+}
+
+/// Attach the detached mount `mount` on top of the file `target` (both descriptors).
+fn move_onto(mount: libc::c_int, target: libc::c_int) -> Result<(), i32> {
+    // SAFETY: two descriptors, empty paths and scalar flags.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            mount,
+            c"".as_ptr(),
+            target,
+            c"".as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+        )
+    };
+    if rc == 0 { Ok(()) } else { Err(errno()) }
+}
+
+/// Bind the tree at `path` over itself with `set`/`clear` attributes, through descriptors
+/// opened without following symlinks, so a path swapped for a symlink since the plan was made
+/// fails (ELOOP) instead of binding whatever it now points to.
+fn bind_over_itself(path: &std::ffi::CStr, set: u64, clear: u64) -> Result<(), i32> {
+    let target = Fd(open_exact(path, 0, 0)?);
+    let tree = Fd(open_tree(target.0, c"", AT_RECURSIVE)?);
+    let empty = libc::AT_EMPTY_PATH as libc::c_uint;
+    match set_attr(tree.0, c"", empty | AT_RECURSIVE, set, clear) {
+        Ok(()) => {}
+        // A submount the host made read-only cannot be made writable: clear the top only.
+        Err(libc::EPERM) if clear != 0 => set_attr(tree.0, c"", empty, set, clear)?,
+        Err(e) => return Err(e),
+    }
+    move_onto(tree.0, target.0)
+}
+
+/// `/proc/self/fd/<fd>` into `buf`, NUL-terminated. No allocation.
+fn fd_link(fd: libc::c_int, buf: &mut [u8; 32]) {
+    let prefix = b"/proc/self/fd/";
+    buf[..prefix.len()].copy_from_slice(prefix);
+    let mut digits = [0u8; 10];
+    let mut n = fd.max(0) as u32;
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        buf[prefix.len() + i] = digits[len - 1 - i];
+    }
+    buf[prefix.len() + len] = 0;
 }
 
 /// Signals I forwards to the command.

@@ -324,8 +324,8 @@ unsafe fn confine(
         if let Err(e) = launch.landlock.apply_raw() {
             return Err((stage_code(e.stage()), e.errno()));
         }
-        if launch.unix_filter
-            && let Err(errno) = super::unix_filter::install()
+        if super::unix_filter::SUPPORTED
+            && let Err(errno) = super::unix_filter::install(launch.unix_filter)
         {
             return Err((ns::STEP_UNIX_FILTER, errno));
         }

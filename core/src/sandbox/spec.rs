@@ -135,6 +135,14 @@ pub struct Mask {
     pub kind: MaskKind,
     /// Whether it is a directory.
     pub dir: bool,
+    /// The device and inode the walk judged; the child masks that file only (0: unchecked).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub dev: u64,
+    /// See `dev`.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub ino: u64,
 }
 
 /// One filesystem grant.
