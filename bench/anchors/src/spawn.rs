@@ -1,0 +1,244 @@
+//! Spawning `/bin/true`: turngate's sandboxed spawn against a plain spawn, bubblewrap and
+//! Anthropic's sandbox-runtime (`srt`), interleaved round by round. An anchor whose tool is
+//! missing or does not run here is skipped with the reason.
+//!
+//! turngate's sandboxed spawn is the real path: a snapshot resolved for an
+//! `auto_accept_edits` turn on a fresh workspace, turned into the runner's spec exactly as the
+//! gate does, so whatever layers the sandbox applies are in the figure.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use turngate::PermissionMode;
+use turngate::protocol::{TurnExecutionSecuritySnapshot, TurnPermissionProfileSelection};
+use turngate::sandbox::{ProcessRequest, ProcessRunner, SandboxReport, SandboxSpec};
+use turngate::snapshot::{ResolveContext, resolve};
+
+use crate::timing::{Contestant, Series, interleave};
+
+/// Where the tools under comparison are; an `Err` skips that row with the reason it holds.
+#[derive(Debug)]
+pub struct Tools {
+    /// bubblewrap, or why it is missing.
+    pub bwrap: Result<PathBuf, String>,
+    /// sandbox-runtime's `srt`, or why it is missing.
+    pub srt: Result<PathBuf, String>,
+    /// turngate's CLI, or why it is missing.
+    pub turngate: Result<PathBuf, String>,
+}
+
+fn snapshot(workspace: &Path) -> TurnExecutionSecuritySnapshot {
+    let context = ResolveContext::new(workspace, turngate::probe::probe_platform());
+    let selection = TurnPermissionProfileSelection {
+        mode: Some(PermissionMode::AutoAcceptEdits),
+        source: None,
+        policy: None,
+    };
+    resolve(Some(&selection), &context, None).expect("resolve the turn's snapshot")
+}
+
+/// Run `cmd` once; `Err` says why it cannot be measured.
+fn works(cmd: &mut Command) -> Result<(), String> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "exited {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Add a whole-process contestant running `argv` in `cwd`, or skip it with the reason it does
+/// not run here.
+fn add(
+    name: &'static str,
+    argv: Vec<OsString>,
+    cwd: &Path,
+    contestants: &mut Vec<Contestant<'_>>,
+    skipped: &mut Vec<(&'static str, String)>,
+) {
+    let cwd = cwd.to_path_buf();
+    let command = move || {
+        let mut c = Command::new(&argv[0]);
+        c.args(&argv[1..]).current_dir(&cwd);
+        c
+    };
+    match works(&mut command()) {
+        Ok(()) => contestants.push(Contestant::new(name, move || status(&mut quiet(command())))),
+        Err(why) => skipped.push((name, format!("{name} does not run here: {why}"))),
+    }
+}
+
+fn quiet(mut cmd: Command) -> Command {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd
+}
+
+fn status(cmd: &mut Command) -> bool {
+    cmd.status().expect("spawn").success()
+}
+
+/// Measure; returns the JSON rows.
+pub fn run(rounds: usize, tools: &Tools) -> serde_json::Value {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(&workspace).expect("workspace");
+    let workspace = workspace.canonicalize().expect("canonical workspace");
+    let snap = snapshot(&workspace);
+    let runner = ProcessRunner::native();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let plain = ProcessRequest::new(["/bin/true"], &workspace);
+    let sandboxed = plain
+        .clone()
+        .sandbox(SandboxSpec::from_snapshot(&snap.sandbox));
+    // Fail loudly rather than measure an unconfined run.
+    let probe = rt
+        .block_on(runner.run(sandboxed.clone()))
+        .expect("sandboxed run");
+    assert_eq!(probe.exit_code, Some(0), "sandboxed /bin/true failed");
+    let report: SandboxReport = probe.sandbox.expect("a sandbox report");
+    assert_ne!(
+        report.status,
+        turngate::sandbox::EnforcementLevel::Unavailable,
+        "no sandbox: {}",
+        report.detail
+    );
+
+    let mut skipped = Vec::new();
+    let mut contestants: Vec<Contestant<'_>> = vec![
+        Contestant::new("plain_command", || {
+            status(&mut quiet(Command::new("/bin/true")))
+        }),
+        Contestant::new("runner_plain", || {
+            rt.block_on(runner.run(plain.clone()))
+                .expect("run")
+                .exit_code
+        }),
+        Contestant::new("runner_sandboxed", || {
+            rt.block_on(runner.run(sandboxed.clone()))
+                .expect("run")
+                .exit_code
+        }),
+    ];
+
+    let bwrap_args = ["--unshare-all", "--ro-bind", "/", "/", "true"];
+    match &tools.bwrap {
+        Ok(bwrap) => {
+            let argv = std::iter::once(bwrap.as_os_str().to_owned())
+                .chain(bwrap_args.iter().map(OsString::from))
+                .collect();
+            add("bwrap", argv, &workspace, &mut contestants, &mut skipped);
+        }
+        Err(why) => skipped.push(("bwrap", why.clone())),
+    }
+
+    // sandbox-runtime with the turn's shape: writes to the workspace only, no network.
+    let srt_settings = dir.path().join("srt-settings.json");
+    std::fs::write(
+        &srt_settings,
+        serde_json::json!({
+            "filesystem": { "denyRead": [], "allowWrite": [workspace], "denyWrite": [] },
+            "network": { "allowedDomains": [], "deniedDomains": [] },
+        })
+        .to_string(),
+    )
+    .expect("srt settings");
+    match &tools.srt {
+        Ok(srt) => {
+            let argv = vec![
+                srt.as_os_str().to_owned(),
+                "--settings".into(),
+                srt_settings.as_os_str().to_owned(),
+                "/bin/true".into(),
+            ];
+            add("srt", argv, &workspace, &mut contestants, &mut skipped);
+        }
+        Err(why) => skipped.push(("srt", why.clone())),
+    }
+
+    // The whole CLI: resolve, check the command line (the approver answers the ask), audit
+    // it in a store, spawn sandboxed, record the exit.
+    let store = dir.path().join("audit.db");
+    match &tools.turngate {
+        Ok(tg) => {
+            let mut argv: Vec<OsString> = vec![tg.as_os_str().to_owned()];
+            argv.extend(
+                [
+                    "run",
+                    "--mode",
+                    "auto_accept_edits",
+                    "--approver",
+                    "allow",
+                    "--workspace",
+                ]
+                .map(OsString::from),
+            );
+            argv.push(workspace.as_os_str().to_owned());
+            argv.push("--store".into());
+            argv.push(store.as_os_str().to_owned());
+            argv.extend(["--", "/bin/true"].map(OsString::from));
+            add(
+                "turngate_run",
+                argv,
+                &workspace,
+                &mut contestants,
+                &mut skipped,
+            );
+        }
+        Err(why) => skipped.push(("turngate_run", why.clone())),
+    }
+
+    let series = interleave(&mut contestants, rounds, Duration::from_millis(20));
+    let get = |name: &str| series.iter().find(|s| s.name == name);
+    let figures: serde_json::Map<String, serde_json::Value> = series
+        .iter()
+        .map(|s| {
+            (
+                s.name.clone(),
+                serde_json::json!({ "iters_per_round": s.iters, "ns": s.spread().json() }),
+            )
+        })
+        .collect();
+    let ratio = |a: &str, b: &str| -> Option<serde_json::Value> {
+        let (a_s, b_s): (&Series, &Series) = (get(a)?, get(b)?);
+        Some(serde_json::json!({ "a": a, "b": b, "ratio": a_s.ratio_to(b_s).json() }))
+    };
+    let pairs = [
+        ("runner_sandboxed", "runner_plain"),
+        ("runner_sandboxed", "plain_command"),
+        ("runner_sandboxed", "bwrap"),
+        ("runner_sandboxed", "srt"),
+        ("turngate_run", "plain_command"),
+        ("turngate_run", "bwrap"),
+        ("turngate_run", "srt"),
+        ("bwrap", "plain_command"),
+        ("srt", "plain_command"),
+    ];
+    let ratios: Vec<serde_json::Value> = pairs.iter().filter_map(|(a, b)| ratio(a, b)).collect();
+    serde_json::json!({
+        "rounds": rounds,
+        "sandbox": {
+            "backend": format!("{:?}", report.backend),
+            "status": format!("{:?}", report.status),
+            "detail": report.detail,
+            "degradations": report.degradations.iter().map(|d| format!("{d:?}")).collect::<Vec<_>>(),
+        },
+        "bwrap_args": bwrap_args,
+        "figures": figures,
+        "ratios": ratios,
+        "skipped": skipped.iter().map(|(n, why)| serde_json::json!({"name": n, "reason": why})).collect::<Vec<_>>(),
+    })
+}
