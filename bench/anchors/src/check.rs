@@ -8,7 +8,7 @@ use cedar_policy::{
     Authorizer, Context, Decision, Entities, EntityUid, PolicySet, Request, RestrictedExpression,
 };
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use turngate::{Action, ActionKind};
+use turngate::{Action, ActionKind, CompiledPolicy};
 
 use crate::policy::{self, Case};
 use crate::timing::{Contestant, interleave};
@@ -58,12 +58,15 @@ pub fn run(rounds: usize) -> serde_json::Value {
     let mut meta = Vec::new();
     for case in &cases {
         let action = Action::new(case.kind, case.target);
-        assert_eq!(
-            compiled.check(&action),
-            case.turngate,
-            "turngate on {}",
-            case.id
-        );
+        let program_only = case.program_only;
+        let check = move |compiled: &CompiledPolicy| {
+            if program_only {
+                compiled.explain_program(&action.target, None).effect
+            } else {
+                compiled.check(&action)
+            }
+        };
+        assert_eq!(check(&compiled), case.turngate, "turngate on {}", case.id);
         let request = cedar_request(case);
         let decision = authorizer
             .is_authorized(&request, &cedar_policies, &entities)
@@ -86,7 +89,7 @@ pub fn run(rounds: usize) -> serde_json::Value {
             (&compiled, &cedar_policies, &entities, &authorizer);
         contestants.push(Contestant::new(
             format!("turngate/{}", case.id),
-            move || compiled.check(&action),
+            move || check(compiled),
         ));
         contestants.push(Contestant::new(format!("cedar/{}", case.id), move || {
             authorizer
@@ -130,6 +133,7 @@ pub fn run(rounds: usize) -> serde_json::Value {
                 "target": case.target,
                 "matched": case.matched,
                 "hit": case.hit,
+                "program_only": case.program_only,
                 "turngate_ns": tg.spread().json(),
                 "cedar_ns": cedar.spread().json(),
                 "globset_is_match_ns": floor.spread().json(),
@@ -143,7 +147,6 @@ pub fn run(rounds: usize) -> serde_json::Value {
     serde_json::json!({
         "rounds": rounds,
         "rules": policy::WRITE_RULES + policy::READ_RULES + policy::COMMAND_RULES,
-        "cedar_policy_version": "4.14.1",
         "cases": rows,
     })
 }

@@ -45,7 +45,7 @@ fn main() {
                 srt: tool(&args, "--srt", "sandbox-runtime (srt)"),
                 turngate: tool(&args, "--turngate", "the turngate CLI"),
             };
-            spawn::run(rounds(25), &tools)
+            spawn::run(rounds(30), &tools)
         }
         Some("emit") => policy::emit_json(),
         _ => {

@@ -105,6 +105,9 @@ pub struct Case {
     pub cedar_allows: bool,
     /// Whether a rule matches (a hit) or only the default applies (a miss).
     pub hit: bool,
+    /// turngate is handed the program name already parsed (`explain_program`), as Cedar and
+    /// globset are: the like-for-like command row. Otherwise it gets `target` through `check`.
+    pub program_only: bool,
 }
 
 /// The requests: a hit on each rule family, and a miss.
@@ -118,6 +121,7 @@ pub fn cases() -> Vec<Case> {
             turngate: Effect::Allow,
             cedar_allows: true,
             hit: true,
+            program_only: false,
         },
         Case {
             id: "read_deny_hit",
@@ -127,6 +131,7 @@ pub fn cases() -> Vec<Case> {
             turngate: Effect::Deny,
             cedar_allows: false,
             hit: true,
+            program_only: false,
         },
         Case {
             id: "command_allow_hit",
@@ -136,6 +141,17 @@ pub fn cases() -> Vec<Case> {
             turngate: Effect::Allow,
             cedar_allows: true,
             hit: true,
+            program_only: false,
+        },
+        Case {
+            id: "program_allow_hit",
+            kind: ActionKind::ShellCommand,
+            target: "tool7-lint",
+            matched: "tool7-lint",
+            turngate: Effect::Allow,
+            cedar_allows: true,
+            hit: true,
+            program_only: true,
         },
         Case {
             id: "write_miss",
@@ -145,14 +161,17 @@ pub fn cases() -> Vec<Case> {
             turngate: Effect::Ask,
             cedar_allows: false,
             hit: false,
+            program_only: false,
         },
     ]
 }
 
 /// The policy and the cases as JSON, for the Python anchor script.
 pub fn emit_json() -> serde_json::Value {
+    // Python's API takes the whole line, so the parsed-program case is Rust's alone.
     let cases: Vec<serde_json::Value> = cases()
         .iter()
+        .filter(|c| !c.program_only)
         .map(|c| {
             serde_json::json!({
                 "id": c.id,

@@ -201,7 +201,7 @@ pub fn run(rounds: usize, tools: &Tools) -> serde_json::Value {
         Err(why) => skipped.push(("turngate_run", why.clone())),
     }
 
-    let series = interleave(&mut contestants, rounds, Duration::from_millis(20));
+    let series = interleave(&mut contestants, rounds, Duration::from_millis(40));
     let get = |name: &str| series.iter().find(|s| s.name == name);
     let figures: serde_json::Map<String, serde_json::Value> = series
         .iter()
