@@ -134,6 +134,7 @@ pub fn run(rounds: usize) -> serde_json::Value {
                 "matched": case.matched,
                 "hit": case.hit,
                 "program_only": case.program_only,
+                "iters_per_round": { "turngate": tg.iters, "cedar": cedar.iters, "globset": floor.iters },
                 "turngate_ns": tg.spread().json(),
                 "cedar_ns": cedar.spread().json(),
                 "globset_is_match_ns": floor.spread().json(),

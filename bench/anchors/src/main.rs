@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! turngate-bench-anchors check [--rounds N]                 # check vs Cedar vs globset
-//! turngate-bench-anchors spawn [--rounds N] [--bwrap P] [--srt P] [--turngate P]
+//! turngate-bench-anchors spawn [--rounds N] [--srt-rounds N] [--bwrap P] [--srt P] [--turngate P]
 //! turngate-bench-anchors emit                               # the policy and cases, for Python
 //! ```
 //!
@@ -45,7 +45,9 @@ fn main() {
                 srt: tool(&args, "--srt", "sandbox-runtime (srt)"),
                 turngate: tool(&args, "--turngate", "the turngate CLI"),
             };
-            spawn::run(rounds(30), &tools)
+            let srt_rounds =
+                flag(&args, "--srt-rounds").map_or(20, |r| r.parse().expect("--srt-rounds N"));
+            spawn::run(rounds(150), srt_rounds, &tools)
         }
         Some("emit") => policy::emit_json(),
         _ => {
