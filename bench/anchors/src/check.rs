@@ -8,7 +8,7 @@ use cedar_policy::{
     Authorizer, Context, Decision, Entities, EntityUid, PolicySet, Request, RestrictedExpression,
 };
 use globset::{Glob, GlobSet, GlobSetBuilder};
-use turngate::{Action, ActionKind, CompiledPolicy};
+use turngate::{Action, ActionKind, CompiledPolicy, Effect};
 
 use crate::policy::{self, Case};
 use crate::timing::{Contestant, interleave};
@@ -46,6 +46,42 @@ fn globset(kind: ActionKind) -> GlobSet {
     b.build().expect("globset")
 }
 
+/// turngate's effect for `case`, as the bench calls it.
+fn turngate_effect(case: &Case, action: &Action, compiled: &CompiledPolicy) -> Effect {
+    if case.program_only {
+        compiled.explain_program(&action.target, None).effect
+    } else {
+        compiled.check(action)
+    }
+}
+
+/// The three forms decide `case` as expected: otherwise they are not the same policy and the
+/// comparison means nothing.
+fn verify(case: &Case, compiled: &CompiledPolicy, cedar: &PolicySet) {
+    let action = Action::new(case.kind, case.target);
+    assert_eq!(
+        turngate_effect(case, &action, compiled),
+        case.turngate,
+        "turngate on {}",
+        case.id
+    );
+    let decision = Authorizer::new()
+        .is_authorized(&cedar_request(case), cedar, &Entities::empty())
+        .decision();
+    assert_eq!(
+        decision == Decision::Allow,
+        case.cedar_allows,
+        "cedar on {}",
+        case.id
+    );
+    assert_eq!(
+        globset(case.kind).is_match(case.matched),
+        case.hit,
+        "globset on {}",
+        case.id
+    );
+}
+
 /// Measure every case; returns the JSON rows.
 pub fn run(rounds: usize) -> serde_json::Value {
     let compiled = policy::turngate().compile().expect("turngate policy");
@@ -58,32 +94,11 @@ pub fn run(rounds: usize) -> serde_json::Value {
     let mut meta = Vec::new();
     for case in &cases {
         let action = Action::new(case.kind, case.target);
-        let program_only = case.program_only;
-        let check = move |compiled: &CompiledPolicy| {
-            if program_only {
-                compiled.explain_program(&action.target, None).effect
-            } else {
-                compiled.check(&action)
-            }
-        };
-        assert_eq!(check(&compiled), case.turngate, "turngate on {}", case.id);
+        let case_copy = case.clone();
+        let check = move |compiled: &CompiledPolicy| turngate_effect(&case_copy, &action, compiled);
+        verify(case, &compiled, &cedar_policies);
         let request = cedar_request(case);
-        let decision = authorizer
-            .is_authorized(&request, &cedar_policies, &entities)
-            .decision();
-        assert_eq!(
-            decision == Decision::Allow,
-            case.cedar_allows,
-            "cedar on {}",
-            case.id
-        );
         let set = globset(case.kind);
-        assert_eq!(
-            set.is_match(case.matched),
-            case.hit,
-            "globset on {}",
-            case.id
-        );
 
         let (compiled, cedar_policies, entities, authorizer) =
             (&compiled, &cedar_policies, &entities, &authorizer);
@@ -150,4 +165,20 @@ pub fn run(rounds: usize) -> serde_json::Value {
         "rules": policy::WRITE_RULES + policy::READ_RULES + policy::COMMAND_RULES,
         "cases": rows,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bench's one policy in its three forms decides every case alike (nothing is timed).
+    #[test]
+    fn the_three_forms_are_one_policy() {
+        let compiled = policy::turngate().compile().expect("turngate policy");
+        let cedar = PolicySet::from_str(&policy::cedar()).expect("cedar policies");
+        assert_eq!(cedar.policies().count(), 101);
+        for case in policy::cases() {
+            verify(&case, &compiled, &cedar);
+        }
+    }
 }
