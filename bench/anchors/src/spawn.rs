@@ -107,6 +107,14 @@ pub fn run(rounds: usize, srt_rounds: usize, tools: &Tools) -> serde_json::Value
     let sandboxed = plain
         .clone()
         .sandbox(SandboxSpec::from_snapshot(&snap.sandbox));
+    // The same spec naming a turn-long tmp dir instead of one per run: the runner then reuses
+    // its parent-side preparation across spawns (a spec with a per-run tmp dir is never
+    // cached), which is what the spawn bench's hand-built spec measures.
+    let turn_tmp = dir.path().join("turn-tmp");
+    std::fs::create_dir_all(&turn_tmp).expect("turn tmp");
+    let sandboxed_turn_tmp = plain
+        .clone()
+        .sandbox(SandboxSpec::from_snapshot(&snap.sandbox).with_tmp_dir(&turn_tmp));
     // Fail loudly rather than measure an unconfined run.
     let probe = rt
         .block_on(runner.run(sandboxed.clone()))
@@ -133,6 +141,11 @@ pub fn run(rounds: usize, srt_rounds: usize, tools: &Tools) -> serde_json::Value
             }),
             Contestant::new("runner_sandboxed", || {
                 rt.block_on(runner.run(sandboxed.clone()))
+                    .expect("run")
+                    .exit_code
+            }),
+            Contestant::new("runner_sandboxed_turn_tmp", || {
+                rt.block_on(runner.run(sandboxed_turn_tmp.clone()))
                     .expect("run")
                     .exit_code
             }),
@@ -201,21 +214,28 @@ pub fn run(rounds: usize, srt_rounds: usize, tools: &Tools) -> serde_json::Value
         Err(why) => skipped.push(("turngate_run", why.clone())),
     }
 
-    // One iteration of each per round, so each pair is measured seconds apart at most. srt
-    // (Node's start-up) is slow enough to get a pass of its own with fewer rounds, beside
-    // fresh copies of what it is compared with.
+    // One iteration of each per round, so each pair is measured moments apart. The runner's
+    // own pair gets a pass of its own first: bwrap's namespaces and `turngate run`'s store
+    // writes between spawns slow every spawn after them. srt (Node's start-up) is slow enough
+    // to get a last pass with fewer rounds, beside fresh copies of what it is compared with.
+    let mut own = in_process();
+    let mut passes = vec![interleave(&mut own, rounds, Duration::ZERO)];
+    drop(own);
     let mut first = in_process();
+    first.retain(|c| c.name == "plain_command" || c.name == "runner_sandboxed");
     first.extend(
         wholes
             .iter()
             .filter(|(name, _)| *name != "srt")
             .map(|(name, argv)| whole(name, argv, &workspace)),
     );
-    let mut passes = vec![interleave(&mut first, rounds, Duration::ZERO)];
+    if wholes.iter().any(|(name, _)| *name != "srt") {
+        passes.push(interleave(&mut first, rounds, Duration::ZERO));
+    }
     drop(first);
     if wholes.iter().any(|(name, _)| *name == "srt") {
         let mut second = in_process();
-        second.retain(|c| c.name != "runner_plain");
+        second.retain(|c| c.name == "plain_command" || c.name == "runner_sandboxed");
         second.extend(
             wholes
                 .iter()
@@ -252,6 +272,7 @@ pub fn run(rounds: usize, srt_rounds: usize, tools: &Tools) -> serde_json::Value
     };
     let pairs = [
         ("runner_sandboxed", "runner_plain"),
+        ("runner_sandboxed_turn_tmp", "runner_plain"),
         ("runner_sandboxed", "plain_command"),
         ("runner_sandboxed", "bwrap"),
         ("runner_sandboxed", "srt"),
