@@ -6,11 +6,12 @@
 //! (it serializes to the policy file format); [`CompiledPolicy`] is the immutable, compiled
 //! handle that answers `check`/`explain`. This module never touches the file system.
 
-mod compiled;
+pub(crate) mod compiled;
 pub(crate) mod glob;
 mod load;
+pub(crate) use load::parse_toml;
 mod mode;
-mod normalize;
+pub(crate) mod normalize;
 mod turn;
 
 use schemars::JsonSchema;
