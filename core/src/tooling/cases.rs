@@ -59,6 +59,27 @@ pub struct HistoryAction {
     pub seconds_ago: u64,
 }
 
+/// The turn of `actions` given relative to `now_us` (a test case's or a binding's history).
+pub fn history_at(actions: &[HistoryAction], now_us: i64) -> TurnHistory {
+    TurnHistory {
+        actions: actions
+            .iter()
+            .map(|h| TurnAction {
+                kind: h.kind,
+                target: h.target.clone(),
+                tool: h.tool.clone(),
+                at_us: now_us.saturating_sub(
+                    i64::try_from(h.seconds_ago)
+                        .unwrap_or(i64::MAX)
+                        .saturating_mul(1_000_000),
+                ),
+            })
+            .collect(),
+        now_us,
+        workspace: None,
+    }
+}
+
 /// One case.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -158,25 +179,7 @@ impl TestFile {
                 }
             };
             let compiled = policy.compile()?;
-            let now = now_us();
-            let turn = TurnHistory {
-                actions: case
-                    .history
-                    .iter()
-                    .map(|h| TurnAction {
-                        kind: h.kind,
-                        target: h.target.clone(),
-                        tool: h.tool.clone(),
-                        at_us: now.saturating_sub(
-                            i64::try_from(h.seconds_ago)
-                                .unwrap_or(i64::MAX / 2_000_000)
-                                .saturating_mul(1_000_000),
-                        ),
-                    })
-                    .collect(),
-                now_us: now,
-                workspace: None,
-            };
+            let turn = history_at(&case.history, now_us());
             let action = Action {
                 kind: case.kind,
                 target: case.target.clone(),

@@ -7,6 +7,6 @@ pub mod cases;
 pub mod lint;
 pub mod replay;
 
-pub use cases::{CaseResult, TestCase, TestFile, TestReport};
+pub use cases::{CaseResult, HistoryAction, TestCase, TestFile, TestReport, history_at};
 pub use lint::{LintCode, LintFinding, lint};
 pub use replay::{Flip, ReplayOptions, ReplayReport, replay, replay_events};
