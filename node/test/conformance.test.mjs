@@ -16,7 +16,11 @@ const CONFORMANCE = fileURLToPath(new URL('../../tests/conformance/', import.met
 
 // Suites this runner does not run, each with the reason. Any other unknown suite on disk fails
 // the run (see "every suite on disk is run").
-export const NOT_RUN_HERE = {}
+export const NOT_RUN_HERE = {
+  policy_turn: 'the policy tooling (explainInTurn, lint, replay) is not bound in Node yet (issue #22 follow-up)',
+  policy_lint: 'the policy tooling (explainInTurn, lint, replay) is not bound in Node yet (issue #22 follow-up)',
+  replay: 'the policy tooling (explainInTurn, lint, replay) is not bound in Node yet (issue #22 follow-up)',
+}
 
 function files() {
   return readdirSync(CONFORMANCE)

@@ -11,7 +11,11 @@ let repoRoot = URL(fileURLWithPath: #filePath)
 let conformanceDir = repoRoot.appendingPathComponent("tests/conformance")
 
 /// Suites on disk this runner does not run, each with the reason.
-let notRunHere: [String: String] = [:]
+let notRunHere: [String: String] = [
+    "policy_turn": "the policy tooling (explainInTurn, lint, replay) is not exported through UniFFI yet (issue #22 follow-up)",
+    "policy_lint": "the policy tooling (explainInTurn, lint, replay) is not exported through UniFFI yet (issue #22 follow-up)",
+    "replay": "the policy tooling (explainInTurn, lint, replay) is not exported through UniFFI yet (issue #22 follow-up)",
+]
 
 struct VectorFile {
     let name: String
