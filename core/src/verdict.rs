@@ -173,10 +173,10 @@ pub struct Verdict {
     pub reason: Reason,
     /// The deciding rule's turn-aware condition (`after`, `limit`), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub condition: Option<TurnCondition>,
+    pub condition: Option<Box<TurnCondition>>,
     /// What the policy's log-only layers would have decided, when it differs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub would: Option<Would>,
+    pub would: Option<Box<Would>>,
 }
 
 impl Verdict {

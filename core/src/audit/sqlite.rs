@@ -83,7 +83,7 @@ const MAX_BATCH: usize = 4096;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 enum Op {
-    Append(TurnPermissionAuditEvent),
+    Append(Box<TurnPermissionAuditEvent>),
     SavePending {
         id: String,
         turn_id: String,
@@ -263,7 +263,7 @@ impl SqliteAuditStore {
     pub async fn append_async(&self, event: TurnPermissionAuditEvent) -> Result<u64, AuditError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.submit(
-            Op::Append(event),
+            Op::Append(Box::new(event)),
             Box::new(move |r| {
                 let _ = tx.send(r);
             }),
@@ -692,7 +692,7 @@ impl ApprovalRow {
 
 impl AuditStore for SqliteAuditStore {
     fn append(&self, event: TurnPermissionAuditEvent) -> Result<u64, AuditError> {
-        match self.run(Op::Append(event))? {
+        match self.run(Op::Append(Box::new(event)))? {
             Reply::Seq(seq) => Ok(seq),
             _ => Err(self.unexpected()),
         }

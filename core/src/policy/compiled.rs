@@ -552,12 +552,12 @@ impl CompiledPolicy {
                 None => shadow(s),
             };
             if s.effect != verdict.effect {
-                verdict.would = Some(Would {
+                verdict.would = Some(Box::new(Would {
                     effect: s.effect,
                     rule: s.rule.as_ref().map(|r| r.pattern.clone()),
                     layer: s.layer.to_string(),
                     reason: s.reason,
-                });
+                }));
             }
         }
         verdict
@@ -835,7 +835,7 @@ impl CompiledPolicy {
                 rule: Some(hit.entry.rule.clone()),
                 layer: hit.entry.layer.clone(),
                 reason: hit.reason,
-                condition: hit.condition,
+                condition: hit.condition.map(Box::new),
                 would: None,
             },
             None => Verdict::without_rule(

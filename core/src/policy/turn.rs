@@ -185,12 +185,12 @@ pub struct TurnHistory {
 /// Microseconds since the Unix epoch of an RFC 3339 timestamp.
 pub fn parse_timestamp_us(text: &str) -> Option<i64> {
     let ts: jiff::Timestamp = text.parse().ok()?;
-    i64::try_from(ts.as_microsecond()).ok()
+    Some(ts.as_microsecond())
 }
 
 /// Now, in microseconds since the Unix epoch.
 pub fn now_us() -> i64 {
-    i64::try_from(jiff::Timestamp::now().as_microsecond()).unwrap_or(i64::MAX)
+    jiff::Timestamp::now().as_microsecond()
 }
 
 impl TurnHistory {
