@@ -11,11 +11,7 @@ let repoRoot = URL(fileURLWithPath: #filePath)
 let conformanceDir = repoRoot.appendingPathComponent("tests/conformance")
 
 /// Suites on disk this runner does not run, each with the reason.
-let notRunHere: [String: String] = [
-    "policy_turn": "the policy tooling (explainInTurn, lint, replay) is not exported through UniFFI yet (issue #22 follow-up)",
-    "policy_lint": "the policy tooling (explainInTurn, lint, replay) is not exported through UniFFI yet (issue #22 follow-up)",
-    "replay": "the policy tooling (explainInTurn, lint, replay) is not exported through UniFFI yet (issue #22 follow-up)",
-]
+let notRunHere: [String: String] = [:]
 
 struct VectorFile {
     let name: String
@@ -192,6 +188,59 @@ final class ConformanceTests: XCTestCase {
             // Round trips through both formats.
             try require(try JSON.parse(Policy.fromJson(text: parsed.toJson(), origin: nil).toJson()) == got, "json round trip")
             try require(try JSON.parse(Policy.fromToml(text: parsed.toToml(), origin: nil).toJson()) == got, "toml round trip")
+        }
+    }
+
+    // ---- tooling suites (as core/tests/conformance_tooling.rs) -----------------------------
+
+    func buildTooling(_ v: JSON) throws -> Policy {
+        var own: Policy? = nil
+        if let pol = v["policy"] {
+            own = try policy(of: pol)
+        } else if let text = v["policy_toml"]?.string {
+            own = try Policy.fromToml(text: text, origin: nil)
+        }
+        var p: Policy
+        if let b = v["builtin"]?.string {
+            p = try builtin(b)
+            if let o = own { p = try p.merge(other: o) }
+        } else {
+            guard let o = own else { throw VectorFailure("neither builtin nor policy") }
+            p = o
+        }
+        for c in v["contain"]?.array ?? [] { p = try p.contain(cap: try policy(of: c)) }
+        return p
+    }
+
+    func testPolicyTurnSuite() throws {
+        try run(["policy_turn"]) { v in
+            guard let a = v["action"], let kind = a["kind"]?.string, let target = a["target"]?.string,
+                let history = v["history"], let expect = v["expect"]
+            else { throw VectorFailure("malformed vector") }
+            let text = try buildTooling(v).explainInTurn(
+                kind: kind, target: target, tool: a["tool"]?.string, history: history.text)
+            guard case var .object(got) = try JSON.parse(text) else { throw VectorFailure("not an object: \(text)") }
+            got["rule"] = got["rule"]?["pattern"] ?? .null
+            try require(JSON.object(got) == expect, "expected \(expect.text), got \(JSON.object(got).text)")
+        }
+    }
+
+    func testPolicyLintSuite() throws {
+        try run(["policy_lint"]) { v in
+            guard let expect = v["expect"] else { throw VectorFailure("malformed vector") }
+            let findings = try JSON.parse(try buildTooling(v).lint()).array ?? []
+            let got = JSON.array(findings.map { f in
+                JSON.object(["code": f["code"] ?? .null, "path": f["path"] ?? .null])
+            })
+            try require(got == expect, "expected \(expect.text), got \(got.text)")
+        }
+    }
+
+    func testReplaySuite() throws {
+        try run(["replay"]) { v in
+            guard let events = v["events"], let expect = v["expect"] else { throw VectorFailure("malformed vector") }
+            let got = try JSON.parse(try buildTooling(v).replayEvents(events: events.text, options: v["options"]?.text))
+            try require(got == expect, "expected \(expect.text), got \(got.text)")
         }
     }
 
@@ -399,7 +448,7 @@ final class ConformanceTests: XCTestCase {
     static let runSuites: Set<String> = [
         "policy", "policy_serde", "snapshot_resolve", "snapshot_cap", "snapshot_prompt",
         "snapshot_runtime", "reducer", "scope_hash", "checkers_network", "checkers_shell",
-        "checkers_env", "gate",
+        "checkers_env", "gate", "policy_turn", "policy_lint", "replay",
     ]
 
     func testEverySuiteOnDiskIsRunOrListedWithAReason() throws {
