@@ -194,3 +194,26 @@ pattern = "curl"
         None
     );
 }
+
+#[tokio::test]
+async fn the_audit_row_records_what_a_log_only_layer_would_have_decided() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let store = Arc::new(SqliteAuditStore::open(ws.join("audit.db")).unwrap());
+    let trial = "[[layers]]\nname = \"trial\"\nenforce = false\n[[layers.rules]]\nkind = \"shell_command\"\neffect = \"deny\"\npattern = \"curl\"\n";
+    let snap = snapshot(&ws, PermissionMode::FullAccess, trial);
+    let gate = Gate::new("t", snap, store.clone(), Arc::new(DenyAll)).unwrap();
+    let curl = ToolInvocation::new(ActionKind::ShellCommand, "curl https://example.com");
+    assert!(gate.authorize(&curl).await.unwrap().is_allowed());
+    let ls = ToolInvocation::new(ActionKind::ShellCommand, "ls");
+    assert!(gate.authorize(&ls).await.unwrap().is_allowed());
+    let rows = store.replay("t").unwrap();
+    let woulds: Vec<Option<&str>> = rows.iter().skip(1).map(|r| r.would.as_deref()).collect();
+    assert_eq!(
+        woulds,
+        vec![
+            Some("deny by rule `curl` (deny_rule) in layer `trial`"),
+            None
+        ]
+    );
+}
