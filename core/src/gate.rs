@@ -423,7 +423,7 @@ pub struct Gate {
     /// The turn's allowed actions, for turn-aware rules: loaded from the store the first time
     /// a turn-aware policy needs them (so a turn resumed in another process keeps its
     /// history), then kept in memory as the gate records allows.
-    history: Mutex<Option<Vec<TurnAction>>>,
+    history: Mutex<Option<Vec<(u64, TurnAction)>>>,
     runner: ProcessRunner,
     redactor: Redactor,
 }
@@ -561,13 +561,20 @@ impl Gate {
         let seq = self.store.append(event)?;
         if row.kind == AuditEventKind::DecisionAllowed {
             if let (Ok(mut history), Some(at_us)) = (self.history.lock(), at_us) {
+                // A row appended while another call was loading the history from the store may
+                // already be in it: each seq is kept once.
                 if let Some(actions) = history.as_mut() {
-                    actions.push(TurnAction {
-                        kind: row.action.kind,
-                        target: row.action.target.clone(),
-                        tool: event_tool(row.action, row.inv),
-                        at_us,
-                    });
+                    if !actions.iter().rev().any(|(s, _)| *s == seq) {
+                        actions.push((
+                            seq,
+                            TurnAction {
+                                kind: row.action.kind,
+                                target: row.action.target.clone(),
+                                tool: event_tool(row.action, row.inv),
+                                at_us,
+                            },
+                        ));
+                    }
                 }
             }
         }
@@ -582,10 +589,15 @@ impl Gate {
             .map_err(|_| GateError::Poisoned("turn history"))?;
         if guard.is_none() {
             let events = self.store.replay(&self.turn_id)?;
-            *guard = Some(TurnHistory::from_events(&events).actions);
+            *guard = Some(
+                events
+                    .iter()
+                    .filter_map(|e| TurnAction::from_event(e).map(|a| (e.seq, a)))
+                    .collect(),
+            );
         }
         Ok(TurnHistory {
-            actions: guard.clone().unwrap_or_default(),
+            actions: guard.iter().flatten().map(|(_, a)| a.clone()).collect(),
             now_us: crate::policy::now_us(),
             workspace: None,
         })
