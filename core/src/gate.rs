@@ -622,8 +622,18 @@ impl Gate {
     pub fn evaluate(&self, inv: &ToolInvocation) -> Evaluation {
         match self.evaluate_in_turn(&self.own, inv) {
             Ok(e) => e,
-            // Without the history, judge the turn as if it had none yet.
-            Err(_) => self.own.evaluate(inv, None),
+            // Without the turn's history a turn-aware rule cannot be judged: fail closed.
+            Err(_) => Evaluation {
+                verdict: Verdict::without_rule(
+                    Effect::Deny,
+                    "turn",
+                    crate::verdict::Reason::IoError,
+                ),
+                target: inv.target.clone(),
+                decided_by: Some(
+                    "the turn's history could not be read from the audit store".to_owned(),
+                ),
+            },
         }
     }
 
