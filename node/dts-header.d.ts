@@ -27,6 +27,16 @@ export type PermissionMode = 'full_access' | 'auto_accept_edits' | 'supervised'
 export type JsonObject = { [key: string]: any }
 /** A policy in the policy-file format (JSON form). */
 export type PolicyFile = JsonObject
+/** A `turngate lint` finding: `{code, severity, path, layer, rule, by?, message}`. */
+export type LintFinding = JsonObject
+/** An earlier allowed action of a turn, for `Policy.explainInTurn`. */
+export type TurnHistoryAction = { kind: ActionKind; target: string; tool?: string | null; seconds_ago?: number }
+/** A verdict with its turn-aware `condition` and log-only `would`, when they apply. */
+export type FullVerdict = JsonObject
+/** Which recorded decisions `replay` re-decides. */
+export type ReplayOptions = { turn?: string; since?: string; workspace?: string }
+/** What `replay` found: `{decisions, flips: [{turn_id, seq, kind, target, before, after, rule, layer, reason}]}`. */
+export type ReplayReport = JsonObject
 /** `TurnPermissionProfileSelection` (see `schema('TurnPermissionProfileSelection')`). */
 export type TurnPermissionProfileSelection = JsonObject
 /** `ResolveContext`: cwd, roots, platform, ... */

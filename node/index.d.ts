@@ -27,6 +27,16 @@ export type PermissionMode = 'full_access' | 'auto_accept_edits' | 'supervised'
 export type JsonObject = { [key: string]: any }
 /** A policy in the policy-file format (JSON form). */
 export type PolicyFile = JsonObject
+/** A `turngate lint` finding: `{code, severity, path, layer, rule, by?, message}`. */
+export type LintFinding = JsonObject
+/** An earlier allowed action of a turn, for `Policy.explainInTurn`. */
+export type TurnHistoryAction = { kind: ActionKind; target: string; tool?: string | null; seconds_ago?: number }
+/** A verdict with its turn-aware `condition` and log-only `would`, when they apply. */
+export type FullVerdict = JsonObject
+/** Which recorded decisions `replay` re-decides. */
+export type ReplayOptions = { turn?: string; since?: string; workspace?: string }
+/** What `replay` found: `{decisions, flips: [{turn_id, seq, kind, target, before, after, rule, layer, reason}]}`. */
+export type ReplayReport = JsonObject
 /** `TurnPermissionProfileSelection` (see `schema('TurnPermissionProfileSelection')`). */
 export type TurnPermissionProfileSelection = JsonObject
 /** `ResolveContext`: cwd, roots, platform, ... */
@@ -352,6 +362,22 @@ export declare class Policy {
    * action's index.
    */
   checkBatch(actions: Array<[ActionKind, string] | [ActionKind, string, string | null] | Action>): Effect[]
+  /**
+   * The lint findings (`turngate lint`): `{code, severity, path, layer, rule, by?, message}`
+   * for each rule that can never take effect or reads wrong, in rule order.
+   */
+  lint(): LintFinding[]
+  /**
+   * The full verdict (with `condition` and `would` when they apply) of an action in a turn
+   * whose earlier allowed actions are `history` (`{kind, target, tool?, seconds_ago?}[]`,
+   * oldest first).
+   */
+  explainInTurn(kind: ActionKind, target: string, tool?: string | null, history?: TurnHistoryAction[] | null): FullVerdict
+  /**
+   * Replay recorded audit events (`TurnPermissionAuditEvent[]`) with this policy as the
+   * candidate: the report `{decisions, flips}` of the decisions that flip.
+   */
+  replayEvents(events: JsonObject[], options?: ReplayOptions | null): ReplayReport
   /** The policy as an object in the policy-file format. */
   toObject(): PolicyFile
   /** The policy as policy-file JSON text. */
@@ -370,8 +396,13 @@ export declare class Store {
   get path(): string
   /** Append a `TurnPermissionAuditEvent`; resolves to its assigned seq. */
   append(event: JsonObject): Promise<number>
-  /** The events of `turnId` in seq order (`TurnPermissionAuditEvent[]`). */
-  replay(turnId: string): Promise<JsonObject[]>
+  /**
+   * `replay(turnId)`: the events of `turnId` in seq order (`TurnPermissionAuditEvent[]`).
+   * `replay(policy, options?)`: re-decide every recorded decision under `policy` as a
+   * candidate (`turngate replay`): the report `{decisions, flips}` of the decisions that
+   * flip. `options` is `{turn?, since?, workspace?}`.
+   */
+  replay(what: string | Policy, options?: ReplayOptions | null): Promise<any>
   /** Every turn id with events, oldest first. */
   turns(): Promise<string[]>
   /** Every stored approval without a resolution (`{request, action}`), oldest first. */

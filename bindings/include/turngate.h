@@ -881,6 +881,61 @@ enum TgStatus tg_store_resolve_json(const struct TgStore *store,
                                     const char *reason,
                                     char **out_json);
 
+/**
+ * The lint findings of `policy` (`turngate lint`): a JSON array of `{"code", "severity",
+ * "path", "layer", "rule", "by"?, "message"}`, in rule order. `*out_json` is owned by the
+ * caller (release with `tg_string_free`).
+ *
+ * # Safety
+ * `policy` is a live policy; `out_json` writable.
+ */
+enum TgStatus tg_policy_lint_json(const struct TgPolicy *policy, char **out_json);
+
+/**
+ * The full verdict of an action in a turn, as JSON `{"effect", "rule", "layer", "reason",
+ * "condition"?, "would"?}` (`rule` the deciding rule object or null). `history_json` is the
+ * turn's earlier allowed actions, a JSON array of `{"kind", "target", "tool"?,
+ * "seconds_ago"?}`, oldest first (NULL: none). `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `policy` is a live policy; `kind` and `target` NUL-terminated; `tool` and `history_json`
+ * NULL or NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_policy_explain_in_turn_json(const struct TgPolicy *policy,
+                                             const char *kind,
+                                             const char *target,
+                                             const char *tool,
+                                             const char *history_json,
+                                             char **out_json);
+
+/**
+ * Replay recorded audit events (`events_json`, a JSON array of `TurnPermissionAuditEvent`)
+ * with `policy` as the candidate: the JSON `{"decisions", "flips": [...]}` of the decisions
+ * that flip. `options_json` is `{"turn"?, "since"?, "workspace"?}` or NULL. `*out_json` is
+ * owned by the caller.
+ *
+ * # Safety
+ * `policy` is a live policy; `events_json` NUL-terminated; `options_json` NULL or
+ * NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_policy_replay_events_json(const struct TgPolicy *policy,
+                                           const char *events_json,
+                                           const char *options_json,
+                                           char **out_json);
+
+/**
+ * Re-decide every decision recorded in `store` under `policy` as a candidate (`turngate
+ * replay`): the JSON `{"decisions", "flips": [...]}`. `options_json` is `{"turn"?, "since"?,
+ * "workspace"?}` or NULL. `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `store` and `policy` are live; `options_json` NULL or NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_store_replay_policy_json(const struct TgStore *store,
+                                          const struct TgPolicy *policy,
+                                          const char *options_json,
+                                          char **out_json);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

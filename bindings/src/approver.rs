@@ -75,6 +75,8 @@ impl DecisionRecord {
                             effect: r.effect,
                             pattern: r.pattern.clone(),
                             tool: r.tool.clone(),
+                            after: None,
+                            limit: None,
                         })
                     })
                     .collect::<Result<_, TurnGateError>>()?,

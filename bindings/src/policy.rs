@@ -221,6 +221,47 @@ impl PolicyHandle {
         Ok(self.check_kind(parse_kind(kind)?, target, tool))
     }
 
+    /// The lint findings of this policy (`turngate lint`), as a list of `LintFinding`.
+    pub fn lint(&self) -> Result<serde_json::Value, TurnGateError> {
+        crate::convert::to_value("findings", &turngate::tooling::lint(self.policy()))
+    }
+
+    /// The full verdict (with `condition` and `would`) of an action in a turn whose earlier
+    /// allowed actions are `history` (`[{"kind", "target", "tool"?, "seconds_ago"?}]`, oldest
+    /// first, timed before now).
+    pub fn explain_in_turn(
+        &self,
+        kind: &str,
+        target: &str,
+        tool: Option<&str>,
+        history: serde_json::Value,
+    ) -> Result<serde_json::Value, TurnGateError> {
+        let history: Vec<turngate::tooling::HistoryAction> =
+            crate::convert::from_value("history", history)?;
+        let turn = turngate::tooling::history_at(&history, turngate::policy::now_us());
+        let action = turngate::Action {
+            kind: parse_kind(kind)?,
+            target: target.to_owned(),
+            tool: tool.map(str::to_owned),
+        };
+        crate::convert::to_value("verdict", &self.compiled.explain_in_turn(&action, &turn))
+    }
+
+    /// Replay recorded audit `events` (a list of `TurnPermissionAuditEvent`) under this policy
+    /// as a candidate: the `ReplayReport` of the decisions that flip. `options` is a
+    /// `ReplayOptions` (`{"turn"?, "since"?, "workspace"?}`) or null.
+    pub fn replay_events(
+        &self,
+        events: serde_json::Value,
+        options: serde_json::Value,
+    ) -> Result<serde_json::Value, TurnGateError> {
+        let events: Vec<turngate::audit::TurnPermissionAuditEvent> =
+            crate::convert::from_value("events", events)?;
+        let options = replay_options(options)?;
+        let report = turngate::tooling::replay_events(&events, &self.compiled, &options);
+        crate::convert::to_value("report", &report)
+    }
+
     /// The verdict of an action: effect, deciding rule and layer, reason.
     pub fn explain(
         &self,
@@ -302,4 +343,14 @@ impl PolicyHandle {
     pub fn to_json_value(&self) -> Result<serde_json::Value, TurnGateError> {
         serde_json::to_value(self.policy()).map_err(|e| TurnGateError::invalid("policy", e))
     }
+}
+
+/// `ReplayOptions` from JSON (null: replay everything).
+pub fn replay_options(
+    options: serde_json::Value,
+) -> Result<turngate::tooling::ReplayOptions, TurnGateError> {
+    if options.is_null() {
+        return Ok(turngate::tooling::ReplayOptions::default());
+    }
+    crate::convert::from_value("options", options)
 }

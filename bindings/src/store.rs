@@ -58,6 +58,19 @@ impl StoreHandle {
         to_value("events", &self.store.replay(turn_id)?)
     }
 
+    /// Re-decide every recorded decision under `policy` as a candidate (`turngate replay`):
+    /// the `ReplayReport` of the decisions that flip. `options` is a `ReplayOptions`
+    /// (`{"turn"?, "since"?, "workspace"?}`) or null.
+    pub fn replay_policy(
+        &self,
+        policy: &crate::PolicyHandle,
+        options: Value,
+    ) -> Result<Value, TurnGateError> {
+        let options = crate::policy::replay_options(options)?;
+        let report = turngate::tooling::replay(self.store.as_ref(), policy.compiled(), &options)?;
+        to_value("report", &report)
+    }
+
     /// Every turn id with events, oldest first.
     pub fn turns(&self) -> Result<Vec<String>, TurnGateError> {
         Ok(self.store.turns()?)

@@ -316,6 +316,38 @@ impl Policy {
         })
     }
 
+    /// The lint findings (`turngate lint`), as a JSON list of `LintFinding`
+    /// (`{"code", "severity", "path", "layer", "rule", "by"?, "message"}`).
+    pub fn lint(&self) -> Result<String> {
+        Ok(self.handle.lint()?.to_string())
+    }
+
+    /// The full verdict (JSON, with `condition` and `would` when they apply) of an action in a
+    /// turn whose earlier allowed actions are `history` (a JSON list of `{"kind", "target",
+    /// "tool"?, "seconds_ago"?}`, oldest first).
+    pub fn explain_in_turn(
+        &self,
+        kind: String,
+        target: String,
+        tool: Option<String>,
+        history: String,
+    ) -> Result<String> {
+        let history = parse("history", &history)?;
+        Ok(self
+            .handle
+            .explain_in_turn(&kind, &target, tool.as_deref(), history)?
+            .to_string())
+    }
+
+    /// Replay recorded audit events (a JSON list of `TurnPermissionAuditEvent`) with this
+    /// policy as the candidate: the JSON `ReplayReport` (`{"decisions", "flips"}`). `options`
+    /// is a JSON `ReplayOptions` (`{"turn"?, "since"?, "workspace"?}`).
+    pub fn replay_events(&self, events: String, options: Option<String>) -> Result<String> {
+        let events = parse("events", &events)?;
+        let options = parse_opt("options", options)?.unwrap_or(Value::Null);
+        Ok(self.handle.replay_events(events, options)?.to_string())
+    }
+
     /// The verdict of an action.
     pub fn explain(&self, kind: String, target: String, tool: Option<String>) -> Result<Verdict> {
         Ok(self.handle.explain(&kind, &target, tool.as_deref())?.into())
@@ -756,6 +788,17 @@ impl Store {
     /// The events of `turn_id` in seq order (JSON list of `TurnPermissionAuditEvent`).
     pub fn replay(&self, turn_id: String) -> Result<String> {
         Ok(self.handle.replay(&turn_id)?.to_string())
+    }
+
+    /// Re-decide every recorded decision under `policy` as a candidate (`turngate replay`):
+    /// the JSON `ReplayReport` of the decisions that flip. `options` is a JSON `ReplayOptions`
+    /// (`{"turn"?, "since"?, "workspace"?}`). The Swift layer names it `replay(_:options:)`.
+    pub fn replay_policy(&self, policy: Arc<Policy>, options: Option<String>) -> Result<String> {
+        let options = parse_opt("options", options)?.unwrap_or(Value::Null);
+        Ok(self
+            .handle
+            .replay_policy(policy.handle(), options)?
+            .to_string())
     }
 
     /// Every turn id with events, oldest first.

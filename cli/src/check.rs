@@ -24,8 +24,16 @@ impl Outcome {
             "reason": self.verdict.reason,
             "target": {"input": self.input, "normalized": self.normalized},
         });
-        if let (Some(part), Some(map)) = (&self.decided_by, v.as_object_mut()) {
-            map.insert("decided_by".to_owned(), json!(part));
+        if let Some(map) = v.as_object_mut() {
+            if let Some(part) = &self.decided_by {
+                map.insert("decided_by".to_owned(), json!(part));
+            }
+            if let Some(condition) = &self.verdict.condition {
+                map.insert("condition".to_owned(), json!(condition));
+            }
+            if let Some(would) = &self.verdict.would {
+                map.insert("would".to_owned(), json!(would));
+            }
         }
         v
     }
@@ -42,8 +50,12 @@ impl Outcome {
             self.verdict.reason.as_str(),
             self.normalized
         );
-        match &self.decided_by {
+        let line = match &self.decided_by {
             Some(part) => format!("{line}  decided_by={part}"),
+            None => line,
+        };
+        match &self.verdict.would {
+            Some(would) => format!("{line}  would={would}"),
             None => line,
         }
     }

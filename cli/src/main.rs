@@ -15,6 +15,7 @@ use turngate::{ActionKind, Effect, PermissionMode, Policy};
 
 mod check;
 mod session;
+mod tooling;
 
 /// Exit status for a usage error or bad input.
 const EXIT_USAGE: u8 = 1;
@@ -46,6 +47,57 @@ enum Command {
     /// Show and resolve durable pending approvals.
     #[command(subcommand)]
     Approvals(ApprovalsCommand),
+    /// Run a TOML file of cases (`[[case]] kind, target, expect, rule?, layer?, mode?,
+    /// policy?, history?`). Exits 1 when any case fails.
+    Test {
+        /// The test file.
+        file: PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Report rules that can never take effect, and deny/ask argument rules. Exits 1 with
+    /// --strict when there is any finding.
+    Lint {
+        /// The policy file (.json or .toml).
+        policy: PathBuf,
+        /// Lint the policy merged over this mode's policy.
+        #[arg(long)]
+        mode: Option<String>,
+        /// Exit 1 on any finding.
+        #[arg(long)]
+        strict: bool,
+        /// Print the findings as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-decide every recorded decision under a candidate policy and list the ones that
+    /// flip (before -> after, rule, layer). Exits 0 with no flips, 4 with flips.
+    Replay(ReplayCliArgs),
+}
+
+#[derive(Debug, Args)]
+struct ReplayCliArgs {
+    /// The candidate policy file (.json or .toml).
+    #[arg(long, value_name = "FILE")]
+    policy: PathBuf,
+    /// Merge the candidate over this mode's policy.
+    #[arg(long)]
+    mode: Option<String>,
+    #[command(flatten)]
+    store: StoreArgs,
+    /// Only this turn.
+    #[arg(long)]
+    turn: Option<String>,
+    /// Only decisions at or after this RFC 3339 time.
+    #[arg(long, value_name = "TIME")]
+    since: Option<String>,
+    /// The workspace the decisions were made in (so `src/*` matches recorded absolute paths).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -403,6 +455,22 @@ fn main() -> ExitCode {
         Command::Approvals(ApprovalsCommand::Resume { id, profile, store }) => {
             run_resume(id, profile, &store.store)
         }
+        Command::Test { file, json } => tooling::run_test(file, *json),
+        Command::Lint {
+            policy,
+            mode,
+            strict,
+            json,
+        } => tooling::run_lint(policy, mode.as_deref(), *strict, *json),
+        Command::Replay(args) => tooling::run_replay(&tooling::ReplayArgs {
+            policy: &args.policy,
+            mode: args.mode.as_deref(),
+            store: args.store.store.as_ref(),
+            turn: args.turn.as_deref(),
+            since: args.since.as_deref(),
+            workspace: args.workspace.as_deref(),
+            json: args.json,
+        }),
     };
     match result {
         Ok(code) => ExitCode::from(code),

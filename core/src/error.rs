@@ -42,6 +42,18 @@ pub enum PolicyError {
         /// The glob compiler's complaint.
         message: String,
     },
+    /// A rule is well-formed but means nothing (a `limit` on a deny rule, ...).
+    #[error("layer `{layer}`, rule {index} (`{pattern}`): {message}")]
+    InvalidRule {
+        /// The layer holding the rule.
+        layer: String,
+        /// The rule's position in the layer, from 0.
+        index: usize,
+        /// The rule's pattern.
+        pattern: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A string was not an action kind's wire name.
     #[error(
         "unknown action kind `{0}` (expected one of file_read, file_write, shell_command, network, mcp_read, mcp_write_or_unknown, dynamic_skill_tool, computer_use, task_subagent, internal, unknown)"

@@ -25,7 +25,7 @@ use crate::check::file::{FileCheck, FilePolicyChecker, FileRoots, OpenError};
 use crate::check::net::{NetworkPolicyChecker, NetworkResolution};
 use crate::check::process::{ProcessSpawnPlan, SpawnRequest};
 use crate::error::PolicyError;
-use crate::policy::{CompiledPolicy, Rule};
+use crate::policy::{CompiledPolicy, Rule, TurnAction, TurnHistory};
 use crate::protocol::{CapOrigin, TurnExecutionSecuritySnapshot};
 use crate::sandbox::{ProcessOutcome, ProcessRequest, ProcessRunner, RunError, SandboxSpec};
 use crate::snapshot::{SnapshotError, cap_from_parent, ensure_native_shell_allowed, intersect};
@@ -214,6 +214,9 @@ pub enum GateError {
         /// The resuming gate's turn.
         this: String,
     },
+    /// A lock guarding the gate's in-memory state was poisoned by a panic elsewhere.
+    #[error("the gate's {0} lock was poisoned by an earlier panic; nothing was authorized")]
+    Poisoned(&'static str),
     /// The request was stored before requests kept their snapshot, so the sandbox it
     /// required is unknown: it can be resolved but never run.
     #[error(
@@ -370,8 +373,18 @@ impl Under {
         })
     }
 
-    fn evaluate(&self, inv: &ToolInvocation) -> Evaluation {
-        evaluate_with_roots(&self.snapshot, &self.policy, &self.roots, inv)
+    fn evaluate(&self, inv: &ToolInvocation, turn: Option<TurnHistory>) -> Evaluation {
+        match turn {
+            Some(mut turn) if self.policy.is_turn_aware() => {
+                turn.workspace = self
+                    .roots
+                    .workspace_root()
+                    .map(|p| p.to_string_lossy().into_owned());
+                let policy = self.policy.with_turn(Arc::new(turn));
+                evaluate_with_roots(&self.snapshot, &policy, &self.roots, inv)
+            }
+            _ => evaluate_with_roots(&self.snapshot, &self.policy, &self.roots, inv),
+        }
     }
 }
 
@@ -407,6 +420,10 @@ pub struct Gate {
     approver: Arc<dyn Approver>,
     broker: Option<ApprovalBroker>,
     grants: Mutex<HashSet<String>>,
+    /// The turn's allowed actions, for turn-aware rules: loaded from the store the first time
+    /// a turn-aware policy needs them (so a turn resumed in another process keeps its
+    /// history), then kept in memory as the gate records allows.
+    history: Mutex<Option<Vec<(u64, TurnAction)>>>,
     runner: ProcessRunner,
     redactor: Redactor,
 }
@@ -435,6 +452,7 @@ impl Gate {
             approver,
             broker: None,
             grants: Mutex::new(HashSet::new()),
+            history: Mutex::new(None),
             runner: ProcessRunner::native(),
             redactor: Redactor::default(),
         };
@@ -530,14 +548,93 @@ impl Gate {
             event.rule = v.rule.as_ref().map(|r| r.pattern.clone());
             event.layer = Some(v.layer.to_string());
         }
+        event.would = row
+            .verdict
+            .and_then(|v| v.would.as_ref())
+            .map(ToString::to_string);
         event.decider = Some(row.decider.to_owned());
         event.message = row.message;
-        self.store.append(event)
+        let at_us = event
+            .timestamp
+            .as_deref()
+            .and_then(crate::policy::parse_timestamp_us);
+        let seq = self.store.append(event)?;
+        if row.kind == AuditEventKind::DecisionAllowed {
+            if let (Ok(mut history), Some(at_us)) = (self.history.lock(), at_us) {
+                // A row appended while another call was loading the history from the store may
+                // already be in it: each seq is kept once.
+                if let Some(actions) = history.as_mut() {
+                    if !actions.iter().rev().any(|(s, _)| *s == seq) {
+                        actions.push((
+                            seq,
+                            TurnAction {
+                                kind: row.action.kind,
+                                target: row.action.target.clone(),
+                                tool: event_tool(row.action, row.inv),
+                                at_us,
+                            },
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(seq)
     }
 
-    /// Evaluate one call with the checker of its kind, without recording or asking.
+    /// The turn's history now, loading it from the store the first time.
+    fn turn_history(&self) -> Result<TurnHistory, GateError> {
+        let mut guard = self
+            .history
+            .lock()
+            .map_err(|_| GateError::Poisoned("turn history"))?;
+        if guard.is_none() {
+            let events = self.store.replay(&self.turn_id)?;
+            *guard = Some(
+                events
+                    .iter()
+                    .filter_map(|e| TurnAction::from_event(e).map(|a| (e.seq, a)))
+                    .collect(),
+            );
+        }
+        Ok(TurnHistory {
+            actions: guard.iter().flatten().map(|(_, a)| a.clone()).collect(),
+            now_us: crate::policy::now_us(),
+            workspace: None,
+        })
+    }
+
+    /// Evaluate under `under`, with the turn's history when its policy is turn-aware.
+    fn evaluate_in_turn(
+        &self,
+        under: &Under,
+        inv: &ToolInvocation,
+    ) -> Result<Evaluation, GateError> {
+        let turn = if under.policy.is_turn_aware() {
+            Some(self.turn_history()?)
+        } else {
+            None
+        };
+        Ok(under.evaluate(inv, turn))
+    }
+
+    /// Evaluate one call with the checker of its kind, without recording or asking. A
+    /// turn-aware rule is judged against the turn's history so far.
     pub fn evaluate(&self, inv: &ToolInvocation) -> Evaluation {
-        self.own.evaluate(inv)
+        match self.evaluate_in_turn(&self.own, inv) {
+            Ok(e) => e,
+            // Without the turn's history a turn-aware rule cannot be judged: fail closed.
+            Err(_) => Evaluation {
+                verdict: Verdict::without_rule(
+                    Effect::Deny,
+                    "turn",
+                    crate::verdict::Reason::IoError,
+                ),
+                target: inv.target.clone(),
+                decided_by: Some(
+                    "the turn's history could not be read from the audit store".to_owned(),
+                ),
+            },
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -602,7 +699,7 @@ impl Gate {
     /// The allowed action's target is the *checked* one (for files, the resolved absolute
     /// path): a tool must act on it, never on the relative path it was called with.
     pub async fn authorize(&self, inv: &ToolInvocation) -> Result<Authorization, GateError> {
-        let eval = self.evaluate(inv);
+        let eval = self.evaluate_in_turn(&self.own, inv)?;
         let action = Action {
             kind: inv.kind,
             target: eval.target.clone(),
@@ -740,7 +837,7 @@ impl Gate {
                     tool_name: action.tool.clone(),
                     ..inv.clone()
                 };
-                let recheck = under.evaluate(&recheck_inv);
+                let recheck = self.evaluate_in_turn(under, &recheck_inv)?;
                 if recheck.verdict.effect == Effect::Deny {
                     self.record(Row {
                         kind: AuditEventKind::ApprovalResolved,
@@ -970,7 +1067,7 @@ impl Gate {
             tool_id: None,
             cwd: stored_cwd(&stored.request).map(PathBuf::from),
         };
-        let verdict = under.evaluate(&inv).verdict;
+        let verdict = self.evaluate_in_turn(under, &inv)?.verdict;
         let decision = if verdict.effect == Effect::Deny {
             Decision::deny(describe(&verdict))
         } else {
@@ -1244,6 +1341,11 @@ impl Gate {
     pub fn resolve_and_check(&self, url: &str, tool: Option<&str>) -> NetworkResolution {
         self.net_checker().resolve_and_check(url, tool)
     }
+}
+
+/// The tool an audit row names for an action.
+fn event_tool(action: &Action, inv: &ToolInvocation) -> Option<String> {
+    action.tool.clone().or_else(|| inv.tool_name.clone())
 }
 
 /// The working directory a stored shell request was shown with.

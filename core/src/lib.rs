@@ -15,6 +15,7 @@ pub mod sandbox;
 pub mod schema;
 pub mod shell;
 pub mod snapshot;
+pub mod tooling;
 pub mod verdict;
 
 pub use action::{Action, ActionKind, Effect};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::action::Effect;
+use crate::action::{ActionKind, Effect};
 use crate::policy::Rule;
 
 /// The pseudo-layer reported when a kind's default decided.
@@ -66,6 +66,8 @@ pub enum Reason {
     DeniedCommand,
     /// A simple command is outside the turn's allowed command families.
     NotInCommandFamily,
+    /// An allow rule's `limit` was reached in its window: its `over` effect decided.
+    LimitExceeded,
 }
 
 impl Reason {
@@ -95,6 +97,65 @@ impl Reason {
             Reason::ShellDisabled => "shell_disabled",
             Reason::DeniedCommand => "denied_command",
             Reason::NotInCommandFamily => "not_in_command_family",
+            Reason::LimitExceeded => "limit_exceeded",
+        }
+    }
+}
+
+/// The turn-aware condition of the deciding rule, as it applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TurnCondition {
+    /// An `after` rule applied: the turn had already been allowed `matched`.
+    After {
+        /// The condition's kind.
+        kind: ActionKind,
+        /// The condition's pattern.
+        pattern: String,
+        /// The target of the earlier allowed action that met it.
+        matched: String,
+    },
+    /// A `limit` rule decided: `seen` matching actions in the window before this one.
+    Limit {
+        /// The limit's count.
+        count: u32,
+        /// The limit's window, as written (`10m`).
+        per: String,
+        /// Matching actions the turn had in the window before this one.
+        seen: u32,
+    },
+}
+
+/// What a log-only layer's rules would have decided, when that differs from the verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Would {
+    /// The effect with every log-only layer enforced.
+    pub effect: Effect,
+    /// The deciding rule's pattern then, if a rule decided.
+    pub rule: Option<String>,
+    /// The deciding layer then.
+    pub layer: String,
+    /// The reason then.
+    pub reason: Reason,
+}
+
+impl std::fmt::Display for Would {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.rule {
+            Some(rule) => write!(
+                f,
+                "{} by rule `{rule}` ({}) in layer `{}`",
+                self.effect,
+                self.reason.as_str(),
+                self.layer
+            ),
+            None => write!(
+                f,
+                "{} ({}) in layer `{}`",
+                self.effect,
+                self.reason.as_str(),
+                self.layer
+            ),
         }
     }
 }
@@ -110,6 +171,12 @@ pub struct Verdict {
     pub layer: Arc<str>,
     /// Why, as a machine-readable code.
     pub reason: Reason,
+    /// The deciding rule's turn-aware condition (`after`, `limit`), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<Box<TurnCondition>>,
+    /// What the policy's log-only layers would have decided, when it differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub would: Option<Box<Would>>,
 }
 
 impl Verdict {
@@ -120,6 +187,8 @@ impl Verdict {
             rule: None,
             layer: layer.into(),
             reason,
+            condition: None,
+            would: None,
         }
     }
 

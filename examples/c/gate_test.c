@@ -682,6 +682,23 @@ static void test_store(TgStore *store) {
     if (i == 0 || i == 2) printf("  replay %-15s -> %zu audit rows\n", want[i][0], n);
     tg_string_free(events);
   }
+  /* Replay under candidates: full access would have allowed every recorded ask and deny of
+   * the policy; supervised flips at least as much as it denies. */
+  TgPolicy *candidate = NULL;
+  char *report = NULL;
+  if (ok(tg_policy_from_mode("full_access", &candidate), "tg_policy_from_mode") &&
+      ok(tg_store_replay_policy_json(store, candidate, "{\"turn\": \"turn-supervised\"}", &report),
+         "tg_store_replay_policy_json")) {
+    char *flips = NULL;
+    size_t n = 0;
+    ok(tg_json_get(report, "flips", &flips), "flips");
+    ok(tg_json_array_len(flips, &n), "flips");
+    CHECK(n > 0, "replay under full_access flips nothing: %s", report);
+    printf("  replay full_access    -> %zu decisions of turn-supervised flip\n", n);
+    tg_string_free(flips);
+  }
+  tg_string_free(report);
+  tg_policy_free(candidate);
 }
 
 static int run(const char *parent) {

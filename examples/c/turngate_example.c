@@ -351,6 +351,139 @@ static void run_reducer_vector(const char *vector, size_t index) {
   tg_string_free(expected);
 }
 
+/* ---- tooling suites (as core/tests/conformance_tooling.rs) -------------------------------- */
+
+/* Two JSON texts (NULL for a missing member) are equal; a missing member equals null. */
+static int json_same(const char *a, const char *b) {
+  if (a == NULL && b == NULL) return 1;
+  if (a == NULL) return strcmp(b, "null") == 0;
+  if (b == NULL) return strcmp(a, "null") == 0;
+  int equal = 0;
+  return ok(tg_json_equal(a, b, &equal), "json_equal") && equal;
+}
+
+/* The vector's policy: `policy_toml` text, or as the policy suite builds it. */
+static TgPolicy *build_tooling(const char *vector) {
+  char *toml = get_string(vector, "policy_toml");
+  TgPolicy *p = NULL;
+  if (toml) {
+    ok(tg_policy_from_toml(toml, "vector", &p), "tg_policy_from_toml");
+  } else {
+    p = build(vector);
+  }
+  tg_string_free(toml);
+  return p;
+}
+
+static void run_policy_turn_vector(const char *vector, size_t index) {
+  char *why = get_string(vector, "why");
+  char *action = NULL, *expect = NULL, *history = NULL, *verdict = NULL;
+  ok(tg_json_get(vector, "action", &action), "action");
+  ok(tg_json_get(vector, "expect", &expect), "expect");
+  ok(tg_json_get(vector, "history", &history), "history");
+  TgPolicy *p = build_tooling(vector);
+  if (p && action && expect) {
+    char *kind = get_string(action, "kind"), *target = get_string(action, "target");
+    char *tool = get_string(action, "tool");
+    if (ok(tg_policy_explain_in_turn_json(p, kind, target, tool, history, &verdict), "explain_in_turn")) {
+      int good = 1;
+      static const char *fields[] = {"effect", "layer", "reason"};
+      for (size_t f = 0; f < 3; f++) {
+        char *want = get_string(expect, fields[f]), *got = get_string(verdict, fields[f]);
+        if (!same(want, got)) good = 0;
+        tg_string_free(want);
+        tg_string_free(got);
+      }
+      char *rule = NULL, *got_pattern = NULL, *want_pattern = get_string(expect, "rule");
+      ok(tg_json_get(verdict, "rule", &rule), "rule");
+      if (rule && strcmp(rule, "null") != 0) got_pattern = get_string(rule, "pattern");
+      if (!same(want_pattern, got_pattern)) good = 0;
+      static const char *objects[] = {"condition", "would"};
+      for (size_t f = 0; f < 2; f++) {
+        char *want = NULL, *got = NULL;
+        ok(tg_json_get(expect, objects[f], &want), objects[f]);
+        ok(tg_json_get(verdict, objects[f], &got), objects[f]);
+        if (!json_same(want, got)) good = 0;
+        tg_string_free(want);
+        tg_string_free(got);
+      }
+      if (good)
+        passed++;
+      else
+        FAIL("policy_turn[%zu] (%s): expected %s\n  got %s", index, why ? why : "", expect, verdict);
+      tg_string_free(rule);
+      tg_string_free(got_pattern);
+      tg_string_free(want_pattern);
+    }
+    tg_string_free(kind);
+    tg_string_free(target);
+    tg_string_free(tool);
+  } else {
+    FAIL("policy_turn[%zu] (%s): could not build the vector", index, why ? why : "");
+  }
+  tg_policy_free(p);
+  tg_string_free(verdict);
+  tg_string_free(history);
+  tg_string_free(action);
+  tg_string_free(expect);
+  tg_string_free(why);
+}
+
+static void run_policy_lint_vector(const char *vector, size_t index) {
+  char *expect = NULL, *findings = NULL;
+  ok(tg_json_get(vector, "expect", &expect), "expect");
+  TgPolicy *p = build_tooling(vector);
+  size_t n = 0, want_n = 0;
+  if (p && expect && ok(tg_policy_lint_json(p, &findings), "lint") &&
+      ok(tg_json_array_len(findings, &n), "findings") && ok(tg_json_array_len(expect, &want_n), "expect")) {
+    int good = n == want_n;
+    for (size_t i = 0; good && i < n; i++) {
+      char *got = NULL, *want = NULL;
+      ok(tg_json_array_get(findings, i, &got), "finding");
+      ok(tg_json_array_get(expect, i, &want), "expected finding");
+      char *gc = get_string(got, "code"), *gp = get_string(got, "path");
+      char *wc = get_string(want, "code"), *wp = get_string(want, "path");
+      good = same(gc, wc) && same(gp, wp);
+      tg_string_free(gc);
+      tg_string_free(gp);
+      tg_string_free(wc);
+      tg_string_free(wp);
+      tg_string_free(got);
+      tg_string_free(want);
+    }
+    if (good)
+      passed++;
+    else
+      FAIL("policy_lint[%zu]: expected %s\n  got %s", index, expect, findings);
+  } else {
+    FAIL("policy_lint[%zu]: could not run the vector", index);
+  }
+  tg_policy_free(p);
+  tg_string_free(findings);
+  tg_string_free(expect);
+}
+
+static void run_replay_vector(const char *vector, size_t index) {
+  char *expect = NULL, *events = NULL, *options = NULL, *report = NULL;
+  ok(tg_json_get(vector, "expect", &expect), "expect");
+  ok(tg_json_get(vector, "events", &events), "events");
+  ok(tg_json_get(vector, "options", &options), "options");
+  TgPolicy *p = build_tooling(vector);
+  if (p && expect && events && ok(tg_policy_replay_events_json(p, events, options, &report), "replay")) {
+    if (json_same(expect, report))
+      passed++;
+    else
+      FAIL("replay[%zu]: expected %s\n  got %s", index, expect, report);
+  } else {
+    FAIL("replay[%zu]: could not run the vector", index);
+  }
+  tg_policy_free(p);
+  tg_string_free(report);
+  tg_string_free(options);
+  tg_string_free(events);
+  tg_string_free(expect);
+}
+
 static void run_file(const char *dir, const char *name, const char *suite,
                      void (*run)(const char *, size_t)) {
   char path[4096];
@@ -389,6 +522,9 @@ int main(int argc, char **argv) {
     run_file(argv[2], "policy.json", "policy", run_policy_vector);
     run_file(argv[2], "scope_hash.json", "scope_hash", run_scope_hash_vector);
     run_file(argv[2], "reducer.json", "reducer", run_reducer_vector);
+    run_file(argv[2], "policy_turn.json", "policy_turn", run_policy_turn_vector);
+    run_file(argv[2], "policy_lint.json", "policy_lint", run_policy_lint_vector);
+    run_file(argv[2], "replay.json", "replay", run_replay_vector);
   } else {
     fprintf(stderr, "usage: %s demo | vectors DIR\n", argv[0]);
     return 2;

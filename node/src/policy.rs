@@ -380,6 +380,51 @@ impl Policy {
             .collect())
     }
 
+    /// The lint findings (`turngate lint`): `{code, severity, path, layer, rule, by?, message}`
+    /// for each rule that can never take effect or reads wrong, in rule order.
+    #[napi(ts_return_type = "LintFinding[]")]
+    pub fn lint(&self, env: Env) -> napi::Result<Value> {
+        self.handle.lint().or_throw(&env)
+    }
+
+    /// The full verdict (with `condition` and `would` when they apply) of an action in a turn
+    /// whose earlier allowed actions are `history` (`{kind, target, tool?, seconds_ago?}[]`,
+    /// oldest first).
+    #[napi(
+        ts_args_type = "kind: ActionKind, target: string, tool?: string | null, history?: TurnHistoryAction[] | null",
+        ts_return_type = "FullVerdict"
+    )]
+    pub fn explain_in_turn(
+        &self,
+        env: Env,
+        kind: String,
+        target: String,
+        tool: Option<String>,
+        history: Option<Value>,
+    ) -> napi::Result<Value> {
+        let history = history.unwrap_or(Value::Array(Vec::new()));
+        self.handle
+            .explain_in_turn(&kind, &target, tool.as_deref(), history)
+            .or_throw(&env)
+    }
+
+    /// Replay recorded audit events (`TurnPermissionAuditEvent[]`) with this policy as the
+    /// candidate: the report `{decisions, flips}` of the decisions that flip.
+    #[napi(
+        ts_args_type = "events: JsonObject[], options?: ReplayOptions | null",
+        ts_return_type = "ReplayReport"
+    )]
+    pub fn replay_events(
+        &self,
+        env: Env,
+        events: Value,
+        options: Option<Value>,
+    ) -> napi::Result<Value> {
+        self.handle
+            .replay_events(events, options.unwrap_or(Value::Null))
+            .or_throw(&env)
+    }
+
     /// The policy as an object in the policy-file format.
     #[napi(ts_return_type = "PolicyFile")]
     pub fn to_object(&self, env: Env) -> napi::Result<Value> {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use napi::Env;
-use napi::bindgen_prelude::PromiseRaw;
+use napi::bindgen_prelude::{Either, PromiseRaw};
 use napi_derive::napi;
 use serde_json::Value;
 use turngate_ffi::StoreHandle;
@@ -59,15 +59,29 @@ impl Store {
         blocking(env, move || h.append(event), |_, seq| Ok(seq as f64))
     }
 
-    /// The events of `turnId` in seq order (`TurnPermissionAuditEvent[]`).
-    #[napi(ts_return_type = "Promise<JsonObject[]>")]
+    /// `replay(turnId)`: the events of `turnId` in seq order (`TurnPermissionAuditEvent[]`).
+    /// `replay(policy, options?)`: re-decide every recorded decision under `policy` as a
+    /// candidate (`turngate replay`): the report `{decisions, flips}` of the decisions that
+    /// flip. `options` is `{turn?, since?, workspace?}`.
+    #[napi(
+        ts_args_type = "what: string | Policy, options?: ReplayOptions | null",
+        ts_return_type = "Promise<any>"
+    )]
     pub fn replay<'env>(
         &self,
         env: &'env Env,
-        turn_id: String,
+        what: Either<String, &crate::policy::Policy>,
+        options: Option<Value>,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
         let h = Arc::clone(&self.handle);
-        blocking(env, move || h.replay(&turn_id), |_, v| Ok(v))
+        match what {
+            Either::A(turn_id) => blocking(env, move || h.replay(&turn_id), |_, v| Ok(v)),
+            Either::B(policy) => {
+                let policy = Arc::clone(&policy.handle);
+                let options = options.unwrap_or(Value::Null);
+                blocking(env, move || h.replay_policy(&policy, options), |_, v| Ok(v))
+            }
+        }
     }
 
     /// Every turn id with events, oldest first.

@@ -70,3 +70,22 @@ test('the CommonJS and ESM entry points are the same module', () => {
   assert.equal(turngate.version(), cjs.version())
   assert.deepEqual([...turngate.ACTION_KINDS].sort(), [...new Set(turngate.ACTION_KINDS)].sort())
 })
+
+test('store.replay(policy) lists the recorded decisions a candidate flips; replay(turnId) still lists events', async () => {
+  const { mkdtempSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const { join } = await import('node:path')
+  const store = await turngate.Store.open(join(mkdtempSync(join(tmpdir(), 'turngate-replay-')), 'audit.db'))
+  const event = (target) => ({
+    turn_id: 't', seq: 0, kind: 'decision_allowed', profile_mode: 'full_access', profile_source: 'composer',
+    action_kind: 'file_read', target, decision: 'allow', reason: 'default', decider: 'policy', cached_approval_used: false,
+  })
+  await store.append(event('/w/a.rs'))
+  await store.append(event('/w/b.log'))
+  const candidate = turngate.Policy.mode('full_access').merge(turngate.Policy.fromObject({ layers: [{ name: 'logs', rules: [{ kind: 'file_read', effect: 'deny', pattern: '*.log' }] }] }))
+  const report = await store.replay(candidate, { turn: 't' })
+  assert.equal(report.decisions, 2)
+  assert.deepEqual(report.flips.map((f) => [f.target, f.before, f.after, f.layer]), [['/w/b.log', 'allow', 'deny', 'logs']])
+  assert.equal((await store.replay('t')).length, 2)
+  assert.deepEqual(candidate.lint(), [])
+})

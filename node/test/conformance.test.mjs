@@ -316,7 +316,42 @@ async function runGate(v) {
   }
 }
 
+// ---- tooling suites (as core/tests/conformance_tooling.rs) ---------------------------------
+
+function buildTooling(v) {
+  let own = null
+  if (v.policy != null) own = policyOf(v.policy)
+  else if (v.policy_toml != null) own = turngate.Policy.fromToml(v.policy_toml)
+  let p
+  if (typeof v.builtin === 'string') p = own == null ? builtin(v.builtin) : builtin(v.builtin).merge(own)
+  else {
+    assert.ok(own != null, 'neither builtin nor policy')
+    p = own
+  }
+  for (const c of v.contain ?? []) p = p.contain(policyOf(c))
+  return p
+}
+
+function runPolicyTurn(v) {
+  const { action } = v
+  const got = buildTooling(v).explainInTurn(action.kind, action.target, action.tool, v.history)
+  got.rule = got.rule?.pattern ?? null
+  assert.deepEqual(got, v.expect)
+}
+
+function runPolicyLint(v) {
+  const got = buildTooling(v).lint().map((f) => ({ code: f.code, path: f.path }))
+  assert.deepEqual(got, v.expect)
+}
+
+function runReplay(v) {
+  assert.deepEqual(buildTooling(v).replayEvents(v.events, v.options ?? null), v.expect)
+}
+
 export const RUNNERS = {
+  policy_turn: runPolicyTurn,
+  policy_lint: runPolicyLint,
+  replay: runReplay,
   checkers_network: runCheckersNetwork,
   checkers_shell: runCheckersShell,
   checkers_env: runCheckersEnv,

@@ -411,10 +411,37 @@ impl PyStore {
         py.detach(|| h.append(event)).py_err(py)
     }
 
-    /// The events of `turn_id`, in seq order (`TurnPermissionAuditEvent` dicts).
-    fn replay<'py>(&self, py: Python<'py>, turn_id: &str) -> PyResult<Bound<'py, PyAny>> {
+    /// `replay(turn_id)`: the events of `turn_id`, in seq order (`TurnPermissionAuditEvent`
+    /// dicts). `replay(policy, turn=None, since=None, workspace=None)`: re-decide every
+    /// recorded decision under `policy` as a candidate (`turngate replay`), and return the
+    /// report `{"decisions", "flips": [...]}` of the decisions that flip.
+    #[pyo3(signature = (what, turn=None, since=None, workspace=None))]
+    fn replay<'py>(
+        &self,
+        py: Python<'py>,
+        what: &Bound<'py, PyAny>,
+        turn: Option<String>,
+        since: Option<String>,
+        workspace: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let h = &self.handle;
-        let v = py.detach(|| h.replay(turn_id)).py_err(py)?;
+        if let Ok(policy) = what.cast::<crate::PyPolicy>() {
+            let policy = policy.get().handle.clone();
+            let options = serde_json::json!({"turn": turn, "since": since, "workspace": workspace});
+            let options = Value::Object(
+                options
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            );
+            let v = py.detach(|| h.replay_policy(&policy, options)).py_err(py)?;
+            return to_py(py, &v);
+        }
+        let turn_id: String = what.extract()?;
+        let v = py.detach(|| h.replay(&turn_id)).py_err(py)?;
         to_py(py, &v)
     }
 

@@ -462,6 +462,54 @@ impl PyPolicy {
         Ok(effect_str(py, effect).clone())
     }
 
+    /// The lint findings (`turngate lint`): a list of dicts `{"code", "severity", "path",
+    /// "layer", "rule", "by"?, "message"}`.
+    fn lint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let v = self.handle.lint().py_err(py)?;
+        to_py(py, &v)
+    }
+
+    /// The full verdict dict (`effect`, `rule`, `layer`, `reason`, and `condition` / `would`
+    /// when they apply) of an action in a turn whose earlier allowed actions are `history`
+    /// (`[{"kind", "target", "tool"?, "seconds_ago"?}]`, oldest first).
+    #[pyo3(signature = (kind, target, tool=None, history=None))]
+    fn explain_in_turn<'py>(
+        &self,
+        py: Python<'py>,
+        kind: &str,
+        target: &str,
+        tool: Option<&str>,
+        history: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let history = match history {
+            Some(h) => from_py(h, "history")?,
+            None => Value::Array(Vec::new()),
+        };
+        let v = self
+            .handle
+            .explain_in_turn(kind, target, tool, history)
+            .py_err(py)?;
+        to_py(py, &v)
+    }
+
+    /// Replay recorded audit events (`TurnPermissionAuditEvent` dicts) with this policy as the
+    /// candidate: the report `{"decisions", "flips": [...]}`.
+    #[pyo3(signature = (events, options=None))]
+    fn replay_events<'py>(
+        &self,
+        py: Python<'py>,
+        events: &Bound<'py, PyAny>,
+        options: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let events = from_py(events, "events")?;
+        let options = match options {
+            Some(o) => from_py(o, "options")?,
+            None => Value::Null,
+        };
+        let v = self.handle.replay_events(events, options).py_err(py)?;
+        to_py(py, &v)
+    }
+
     /// The verdict of an action: effect, deciding rule and layer, reason.
     #[pyo3(signature = (kind, target, tool=None))]
     fn explain(

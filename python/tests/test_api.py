@@ -131,3 +131,38 @@ def test_runtime_mapping_and_schemas() -> None:
     with pytest.raises(turngate.InvalidInput, match="Nope"):
         turngate.schema("Nope")
     assert turngate.__version__ == turngate.version()
+
+
+def test_store_replay_policy_lists_the_decisions_a_candidate_flips(tmp_path: Path) -> None:
+    store = turngate.Store(str(tmp_path / "audit.db"))
+    for target in ("/w/a.rs", "/w/b.log"):
+        store.append(
+            {
+                "turn_id": "t",
+                "seq": 0,
+                "kind": "decision_allowed",
+                "profile_mode": "full_access",
+                "profile_source": "composer",
+                "action_kind": "file_read",
+                "target": target,
+                "decision": "allow",
+                "reason": "default",
+                "decider": "policy",
+            }
+        )
+    candidate = Policy.mode("full_access").merge(
+        Policy.from_dict(
+            {"layers": [{"name": "logs", "rules": [{"kind": "file_read", "effect": "deny", "pattern": "*.log"}]}]}
+        )
+    )
+    report = store.replay(candidate, turn="t")
+    assert report["decisions"] == 2
+    flips = report["flips"]
+    assert isinstance(flips, list)
+    assert [(f["target"], f["before"], f["after"], f["layer"]) for f in flips] == [
+        ("/w/b.log", "allow", "deny", "logs")
+    ]
+    assert len(store.replay("t")) == 2
+    assert candidate.lint() == []
+    with pytest.raises(TypeError):
+        store.replay(42)  # type: ignore[call-overload]

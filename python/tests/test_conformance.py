@@ -398,7 +398,48 @@ CHECKER_RUNNERS: dict[str, Callable[[dict[str, Any], dict[str, Any]], None]] = {
 }
 
 
+# ---- tooling suites (as core/tests/conformance_tooling.rs) ---------------------------------
+
+
+def _build_tooling(v: dict[str, Any]) -> turngate.Policy:
+    own: Optional[turngate.Policy] = None
+    if v.get("policy") is not None:
+        own = _policy_of(v["policy"])
+    elif v.get("policy_toml") is not None:
+        own = turngate.Policy.from_toml(v["policy_toml"])
+    builtin = v.get("builtin")
+    if isinstance(builtin, str):
+        p = _builtin(builtin) if own is None else _builtin(builtin).merge(own)
+    else:
+        assert own is not None, "neither builtin nor policy"
+        p = own
+    for c in v.get("contain") or []:
+        p = p.contain(_policy_of(c))
+    return p
+
+
+def run_policy_turn(v: dict[str, Any]) -> None:
+    policy = _build_tooling(v)
+    a = v["action"]
+    got = policy.explain_in_turn(a["kind"], a["target"], a.get("tool"), v["history"])
+    got["rule"] = got["rule"]["pattern"] if got.get("rule") else None
+    assert got == v["expect"], f"expected {v['expect']}, got {got}"
+
+
+def run_policy_lint(v: dict[str, Any]) -> None:
+    got = [{"code": f["code"], "path": f["path"]} for f in _build_tooling(v).lint()]
+    assert got == v["expect"], f"expected {v['expect']}, got {got}"
+
+
+def run_replay(v: dict[str, Any]) -> None:
+    got = _build_tooling(v).replay_events(v["events"], v.get("options"))
+    assert got == v["expect"], f"expected {v['expect']}, got {got}"
+
+
 RUNNERS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "policy_turn": run_policy_turn,
+    "policy_lint": run_policy_lint,
+    "replay": run_replay,
     "policy": run_policy,
     "policy_serde": run_policy_serde,
     "snapshot_resolve": run_snapshot_resolve,

@@ -34,6 +34,7 @@ pub mod approver;
 pub mod check;
 pub mod gate;
 pub mod store;
+pub mod tooling;
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};

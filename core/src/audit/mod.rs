@@ -175,6 +175,10 @@ pub struct TurnPermissionAuditEvent {
     /// The approver's or reviewer's own words, verbatim (a denial's reason, a resolution note).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// What the policy's log-only layers would have decided, in words, when it differs from
+    /// the decision (`deny by rule `curl` (deny_rule) in layer `trial``).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub would: Option<String>,
 }
 
 impl TurnPermissionAuditEvent {
@@ -206,6 +210,7 @@ impl TurnPermissionAuditEvent {
             layer: None,
             decider: None,
             message: None,
+            would: None,
         }
     }
 

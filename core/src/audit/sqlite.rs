@@ -23,10 +23,10 @@ use crate::audit::{
 use crate::protocol::TurnExecutionSecuritySnapshot;
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     // 0 -> 1: audit events.
     "CREATE TABLE audit_events (
         turn_id TEXT NOT NULL,
@@ -72,6 +72,8 @@ const MIGRATIONS: [&str; 3] = [
     ALTER TABLE approvals ADD COLUMN resolution_message TEXT;
     ALTER TABLE approvals ADD COLUMN resolution_decider TEXT;
     ALTER TABLE approvals ADD COLUMN used_at_ms INTEGER;",
+    // 3 -> 4: what a policy's log-only layers would have decided.
+    "ALTER TABLE audit_events ADD COLUMN would TEXT;",
 ];
 
 /// The most jobs one transaction takes.
@@ -81,7 +83,7 @@ const MAX_BATCH: usize = 4096;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 enum Op {
-    Append(TurnPermissionAuditEvent),
+    Append(Box<TurnPermissionAuditEvent>),
     SavePending {
         id: String,
         turn_id: String,
@@ -261,7 +263,7 @@ impl SqliteAuditStore {
     pub async fn append_async(&self, event: TurnPermissionAuditEvent) -> Result<u64, AuditError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.submit(
-            Op::Append(event),
+            Op::Append(Box::new(event)),
             Box::new(move |r| {
                 let _ = tx.send(r);
             }),
@@ -486,9 +488,9 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, now_us: i64) -> Result<Reply, 
                 "INSERT INTO audit_events (turn_id, seq, kind, profile_mode, profile_source,
                     item_id, tool_id, action_kind, request_key, decision, reason,
                     cached_approval_used, recorded_at_ms, timestamp, target, tool_name, rule,
-                    layer, decider, message)
+                    layer, decider, message, would)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19, ?20)",
+                    ?17, ?18, ?19, ?20, ?21)",
             )?
             .execute(params![
                 e.turn_id,
@@ -511,6 +513,7 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, now_us: i64) -> Result<Reply, 
                 e.layer,
                 e.decider,
                 e.message,
+                e.would,
             ])?;
             Ok(Reply::Seq(u64::try_from(seq).unwrap_or_default()))
         }
@@ -616,7 +619,7 @@ fn wire_resolution(r: &str) -> Result<crate::approval::ApprovalResolution, rusql
 
 const EVENT_COLUMNS: &str = "turn_id, seq, kind, profile_mode, profile_source, item_id, tool_id,
     action_kind, request_key, decision, reason, cached_approval_used, timestamp, target,
-    tool_name, rule, layer, decider, message";
+    tool_name, rule, layer, decider, message, would";
 
 /// One `audit_events` row as read, before its wire names are decoded.
 struct EventRow {
@@ -639,6 +642,7 @@ struct EventRow {
     layer: Option<String>,
     decider: Option<String>,
     message: Option<String>,
+    would: Option<String>,
 }
 
 impl EventRow {
@@ -663,6 +667,7 @@ impl EventRow {
             layer: r.get(16)?,
             decider: r.get(17)?,
             message: r.get(18)?,
+            would: r.get(19)?,
         })
     }
 }
@@ -687,7 +692,7 @@ impl ApprovalRow {
 
 impl AuditStore for SqliteAuditStore {
     fn append(&self, event: TurnPermissionAuditEvent) -> Result<u64, AuditError> {
-        match self.run(Op::Append(event))? {
+        match self.run(Op::Append(Box::new(event)))? {
             Reply::Seq(seq) => Ok(seq),
             _ => Err(self.unexpected()),
         }
@@ -746,6 +751,7 @@ impl AuditStore for SqliteAuditStore {
                     layer: r.layer,
                     decider: r.decider,
                     message: r.message,
+                    would: r.would,
                 })
             })
             .collect()

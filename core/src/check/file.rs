@@ -94,6 +94,12 @@ impl FileRoots {
         FileRoots { roots, workspace }
     }
 
+    /// The workspace root, canonical when it exists.
+    pub fn workspace_root(&self) -> Option<&Path> {
+        let root = self.roots.get(self.workspace?)?;
+        Some(root.canonical.as_deref().unwrap_or(&root.lexical))
+    }
+
     /// Every writable root, as given and canonicalized (both spellings).
     pub fn writable_paths(&self) -> Vec<PathBuf> {
         self.roots

@@ -22,9 +22,10 @@ use crate::policy::normalize::{
     basename, fold_case, fold_platform_separators, nfc, normalize_network_target,
     normalize_path_lexically,
 };
+use crate::policy::turn::{TurnAction, TurnHistory, Window};
 use crate::policy::{Policy, Rule};
 use crate::shell;
-use crate::verdict::{DEFAULTS_LAYER, Reason, Verdict};
+use crate::verdict::{DEFAULTS_LAYER, Reason, TurnCondition, Verdict, Would};
 
 /// The layer name reported when the shell parser, not a rule, raised a verdict to ask.
 pub const SHELL_LAYER: &str = "shell";
@@ -42,6 +43,129 @@ struct Entry {
     words: Vec<Regex>,
     /// Whether `words` were compiled case-folded (deny and ask rules).
     folded: bool,
+    /// The rule's `after` condition, compiled.
+    after: Option<Matcher>,
+    /// The rule's `limit`, compiled.
+    limit: Option<CompiledLimit>,
+}
+
+/// Whether an earlier action of the turn matches a glob of a kind: the glob compiled as the
+/// one deny rule of a policy whose defaults allow, so it matches exactly as a deny rule of
+/// that kind would (case-folded, every normalization, any simple command of a line).
+#[derive(Debug)]
+struct Matcher {
+    kind: ActionKind,
+    pattern: String,
+    policy: Box<CompiledPolicy>,
+}
+
+impl Matcher {
+    fn new(kind: ActionKind, pattern: &str, tool: Option<&str>) -> Result<Matcher, PolicyError> {
+        let mut rule = Rule::new(kind, Effect::Deny, pattern);
+        rule.tool = tool.map(str::to_owned);
+        let mut policy = Policy::new().layer("turn").rule(rule);
+        policy.defaults = crate::policy::Defaults::all(Effect::Allow);
+        Ok(Matcher {
+            kind,
+            pattern: pattern.to_owned(),
+            policy: Box::new(CompiledPolicy::new(policy)?),
+        })
+    }
+
+    fn matches(&self, action: &TurnAction, workspace: Option<&str>) -> bool {
+        if action.kind != self.kind {
+            return false;
+        }
+        let tool = action.tool.as_deref();
+        let verdict = if self.kind.is_file() {
+            let relative = workspace.and_then(|w| relative_to(&action.target, w));
+            match relative {
+                Some(rel) => self
+                    .policy
+                    .explain_path(self.kind, &[rel, &action.target], tool),
+                None => self.policy.explain_path(self.kind, &[&action.target], tool),
+            }
+        } else {
+            self.policy.explain_parts(self.kind, &action.target, tool)
+        };
+        verdict.reason == Reason::DenyRule
+    }
+}
+
+/// `path` relative to `root` when it lies beneath it.
+pub(crate) fn relative_to<'a>(path: &'a str, root: &str) -> Option<&'a str> {
+    let root = root.trim_end_matches('/');
+    let rest = path.strip_prefix(root)?.strip_prefix('/')?;
+    (!rest.is_empty()).then_some(rest)
+}
+
+#[derive(Debug)]
+struct CompiledLimit {
+    count: u32,
+    per: Window,
+    over: Effect,
+    /// The rule itself as a matcher: which earlier actions count.
+    matcher: Matcher,
+}
+
+/// A rule that matched, with its effect once its turn-aware conditions are applied.
+struct Hit<'a> {
+    entry: &'a Entry,
+    effect: Effect,
+    reason: Reason,
+    condition: Option<TurnCondition>,
+}
+
+impl Entry {
+    /// The entry's effect in `turn`, or `None` when its `after` condition is not met.
+    fn in_turn(&self, turn: Option<&TurnHistory>) -> Option<Hit<'_>> {
+        let mut hit = Hit {
+            entry: self,
+            effect: self.rule.effect,
+            reason: match self.rule.effect {
+                Effect::Deny => Reason::DenyRule,
+                Effect::Ask => Reason::AskRule,
+                Effect::Allow => Reason::AllowRule,
+            },
+            condition: None,
+        };
+        if self.after.is_none() && self.limit.is_none() {
+            return Some(hit);
+        }
+        let empty = TurnHistory::default();
+        let turn = turn.unwrap_or(&empty);
+        let workspace = turn.workspace.as_deref();
+        if let Some(after) = &self.after {
+            let met = turn.actions.iter().find(|a| after.matches(a, workspace))?;
+            hit.condition = Some(TurnCondition::After {
+                kind: after.kind,
+                pattern: after.pattern.clone(),
+                matched: met.target.clone(),
+            });
+        }
+        if let Some(limit) = &self.limit {
+            let since = turn.now_us.saturating_sub(limit.per.micros());
+            let seen = turn
+                .actions
+                .iter()
+                .filter(|a| a.at_us > since && limit.matcher.matches(a, workspace))
+                .count();
+            let seen = u32::try_from(seen).unwrap_or(u32::MAX);
+            if seen >= limit.count {
+                hit.effect = hit.effect.stricter(limit.over);
+                hit.reason = Reason::LimitExceeded;
+            }
+            // An `after` condition that applied is the one reported; otherwise the limit.
+            if hit.condition.is_none() || hit.reason == Reason::LimitExceeded {
+                hit.condition = Some(TurnCondition::Limit {
+                    count: limit.count,
+                    per: limit.per.to_string(),
+                    seen,
+                });
+            }
+        }
+        Some(hit)
+    }
 }
 
 /// The arguments of one simple command, for argument rules.
@@ -98,9 +222,10 @@ impl RuleSet {
         argv: Option<Argv<'_>>,
         min_words: usize,
         tool: Option<&str>,
-    ) -> Option<&Entry> {
+        turn: Option<&TurnHistory>,
+    ) -> Option<Hit<'_>> {
         let set = self.set.as_ref()?;
-        let mut best: Option<&Entry> = None;
+        let mut best: Option<Hit<'_>> = None;
         for candidate in candidates {
             let bytes = candidate.as_bytes();
             if !set.is_match(bytes) {
@@ -115,15 +240,17 @@ impl RuleSet {
                     (Some(m), Some(t)) => m.is_match(nfc(t).as_ref()),
                     (Some(_), None) => false,
                 };
-                let better = best.is_none_or(|b| {
-                    (entry.rule.effect, Reverse(entry.order)) > (b.rule.effect, Reverse(b.order))
+                if !tool_ok || entry.words.len() + 1 < min_words || !entry.matches_args(argv) {
+                    continue;
+                }
+                let Some(hit) = entry.in_turn(turn) else {
+                    continue;
+                };
+                let better = best.as_ref().is_none_or(|b| {
+                    (hit.effect, Reverse(entry.order)) > (b.effect, Reverse(b.entry.order))
                 });
-                if tool_ok
-                    && better
-                    && entry.words.len() + 1 >= min_words
-                    && entry.matches_args(argv)
-                {
-                    best = Some(entry);
+                if better {
+                    best = Some(hit);
                 }
             }
         }
@@ -154,12 +281,20 @@ struct Cap {
 }
 
 /// An immutable, compiled policy. `Send + Sync`; share it behind an `Arc`.
-#[derive(Debug)]
+///
+/// Cloning is cheap (the compiled rules are shared); [`with_turn`](Self::with_turn) gives a
+/// clone that judges turn-aware rules against one turn's history.
+#[derive(Debug, Clone)]
 pub struct CompiledPolicy {
-    source: Policy,
+    source: Arc<Policy>,
     defaults: [Effect; 11],
-    kinds: Vec<KindRules>,
-    caps: Vec<Cap>,
+    kinds: Arc<[KindRules]>,
+    caps: Arc<[Cap]>,
+    /// The same policy with every log-only layer enforced, when it has any.
+    shadow: Option<Arc<CompiledPolicy>>,
+    turn_aware: bool,
+    /// The turn turn-aware rules are judged against (none: an empty history).
+    turn: Option<Arc<TurnHistory>>,
     defaults_layer: Arc<str>,
     shell_layer: Arc<str>,
     target_layer: Arc<str>,
@@ -215,7 +350,7 @@ fn build_set(
         let layer_name: Arc<str> = Arc::from(layer.name.as_str());
         for rule in &layer.rules {
             order += 1;
-            if rule.kind != kind || !effects.contains(&rule.effect) {
+            if !layer.enforce || rule.kind != kind || !effects.contains(&rule.effect) {
                 continue;
             }
             let glob_error =
@@ -261,6 +396,22 @@ fn build_set(
                         .map_err(|message| glob_error("tool", t, message))?,
                 ),
             };
+            let after = match &rule.after {
+                None => None,
+                Some(a) => Some(Matcher::new(a.kind, &a.pattern, None).map_err(|e| match e {
+                    PolicyError::Glob { message, .. } => glob_error("after", &a.pattern, message),
+                    other => other,
+                })?),
+            };
+            let limit = match &rule.limit {
+                None => None,
+                Some(l) => Some(CompiledLimit {
+                    count: l.count.get(),
+                    per: l.per,
+                    over: l.over,
+                    matcher: Matcher::new(kind, &rule.pattern, rule.tool.as_deref())?,
+                }),
+            };
             regexes.push(regex);
             entries.push(Entry {
                 rule: Arc::new(rule.clone()),
@@ -269,6 +420,8 @@ fn build_set(
                 order,
                 words,
                 folded: fold,
+                after,
+                limit,
             });
         }
     }
@@ -292,9 +445,39 @@ fn build_set(
     })
 }
 
+/// A rule's `limit` or `after` that can never mean anything is an error, never ignored.
+fn validate(policy: &Policy) -> Result<(), PolicyError> {
+    for layer in &policy.layers {
+        for (i, rule) in layer.rules.iter().enumerate() {
+            let invalid = |message: String| PolicyError::InvalidRule {
+                layer: layer.name.clone(),
+                index: i,
+                pattern: rule.pattern.clone(),
+                message,
+            };
+            if let Some(limit) = &rule.limit {
+                if rule.effect != Effect::Allow {
+                    return Err(invalid(format!(
+                        "`limit` applies to allow rules only (this rule is {})",
+                        rule.effect
+                    )));
+                }
+                if limit.over == Effect::Allow {
+                    return Err(invalid(
+                        "`limit.over` must be ask or deny (allow past the limit is no limit)"
+                            .to_owned(),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 impl CompiledPolicy {
     /// Compile `policy` (and its caps, recursively).
     pub fn new(policy: Policy) -> Result<Self, PolicyError> {
+        validate(&policy)?;
         let mut kinds = Vec::with_capacity(ActionKind::ALL.len());
         for kind in ActionKind::ALL {
             kinds.push(KindRules {
@@ -314,11 +497,19 @@ impl CompiledPolicy {
                 })
             })
             .collect::<Result<Vec<_>, PolicyError>>()?;
+        let shadow = if policy.has_log_only_layers() {
+            Some(Arc::new(CompiledPolicy::new(policy.all_enforced())?))
+        } else {
+            None
+        };
         Ok(CompiledPolicy {
-            source: policy,
+            turn_aware: policy.is_turn_aware(),
+            source: Arc::new(policy),
             defaults,
-            kinds,
-            caps,
+            kinds: kinds.into(),
+            caps: caps.into(),
+            shadow,
+            turn: None,
             defaults_layer: Arc::from(DEFAULTS_LAYER),
             shell_layer: Arc::from(SHELL_LAYER),
             target_layer: Arc::from(TARGET_LAYER),
@@ -328,6 +519,48 @@ impl CompiledPolicy {
     /// The policy this was compiled from.
     pub fn policy(&self) -> &Policy {
         &self.source
+    }
+
+    /// Whether any rule (caps included) depends on the turn's history (`after`, `limit`).
+    pub fn is_turn_aware(&self) -> bool {
+        self.turn_aware
+    }
+
+    /// The same compiled policy judging turn-aware rules against `turn` (cheap: the compiled
+    /// rules are shared).
+    pub fn with_turn(&self, turn: Arc<TurnHistory>) -> CompiledPolicy {
+        CompiledPolicy {
+            turn: Some(turn),
+            ..self.clone()
+        }
+    }
+
+    /// [`explain`](Self::explain) in `turn`.
+    pub fn explain_in_turn(&self, action: &Action, turn: &TurnHistory) -> Verdict {
+        self.with_turn(Arc::new(turn.clone())).explain(action)
+    }
+
+    /// Attach what the log-only layers would decide, when it differs from `verdict`.
+    fn with_would(
+        &self,
+        mut verdict: Verdict,
+        shadow: impl FnOnce(&CompiledPolicy) -> Verdict,
+    ) -> Verdict {
+        if let Some(s) = &self.shadow {
+            let s = match &self.turn {
+                Some(t) => shadow(&s.with_turn(t.clone())),
+                None => shadow(s),
+            };
+            if s.effect != verdict.effect {
+                verdict.would = Some(Box::new(Would {
+                    effect: s.effect,
+                    rule: s.rule.as_ref().map(|r| r.pattern.clone()),
+                    layer: s.layer.to_string(),
+                    reason: s.reason,
+                }));
+            }
+        }
+        verdict
     }
 
     /// The effect of `action`: exactly `explain(action).effect`.
@@ -342,6 +575,11 @@ impl CompiledPolicy {
 
     /// [`explain`](Self::explain) without building an [`Action`] (the FFI hot path).
     pub fn explain_parts(&self, kind: ActionKind, target: &str, tool: Option<&str>) -> Verdict {
+        let verdict = self.explain_parts_own(kind, target, tool);
+        self.with_would(verdict, |s| s.explain_parts_own(kind, target, tool))
+    }
+
+    fn explain_parts_own(&self, kind: ActionKind, target: &str, tool: Option<&str>) -> Verdict {
         match kind {
             ActionKind::FileRead | ActionKind::FileWrite => {
                 // The normalizer rejects NUL bytes in the same pass that checks the path.
@@ -412,6 +650,16 @@ impl CompiledPolicy {
         spellings: &[&str],
         tool: Option<&str>,
     ) -> Verdict {
+        let verdict = self.explain_path_own(kind, spellings, tool);
+        self.with_would(verdict, |s| s.explain_path_own(kind, spellings, tool))
+    }
+
+    fn explain_path_own(
+        &self,
+        kind: ActionKind,
+        spellings: &[&str],
+        tool: Option<&str>,
+    ) -> Verdict {
         if !kind.is_file() || spellings.is_empty() {
             return self.invalid_target();
         }
@@ -445,7 +693,8 @@ impl CompiledPolicy {
     /// match its basename. Argument rules never match without arguments; prefer
     /// [`explain_command`](Self::explain_command).
     pub fn explain_program(&self, program: &str, tool: Option<&str>) -> Verdict {
-        self.explain_argv(program, None, 0, tool)
+        let verdict = self.explain_argv(program, None, 0, tool);
+        self.with_would(verdict, |s| s.explain_argv(program, None, 0, tool))
     }
 
     /// Evaluate one simple command: rules match its program's basename, argument rules a
@@ -453,6 +702,11 @@ impl CompiledPolicy {
     /// ([`shell::SimpleCommand::code_arg`]) is allowed only by an allow rule whose words
     /// reach that argument; otherwise it asks at least.
     pub fn explain_command(&self, command: &shell::SimpleCommand, tool: Option<&str>) -> Verdict {
+        let verdict = self.explain_command_own(command, tool);
+        self.with_would(verdict, |s| s.explain_command_own(command, tool))
+    }
+
+    fn explain_command_own(&self, command: &shell::SimpleCommand, tool: Option<&str>) -> Verdict {
         let argv = Argv {
             args: &command.args,
             args_static: &command.args_static,
@@ -498,7 +752,15 @@ impl CompiledPolicy {
         let exact = nfc(basename(&program));
         let folded = fold_case(&exact);
         let args = Args { argv, min_words };
-        self.evaluate_with(ActionKind::ShellCommand, &[&exact], &[&folded], args, tool)
+        let turn = self.turn.as_deref();
+        self.evaluate_with(
+            ActionKind::ShellCommand,
+            &[&exact],
+            &[&folded],
+            args,
+            tool,
+            turn,
+        )
     }
 
     fn invalid_target(&self) -> Verdict {
@@ -518,7 +780,7 @@ impl CompiledPolicy {
         tool: Option<&str>,
     ) -> Verdict {
         let args = Args { argv, min_words: 0 };
-        self.evaluate_with(kind, exact, folded, args, tool)
+        self.evaluate_with(kind, exact, folded, args, tool, self.turn.as_deref())
     }
 
     /// The one evaluation: deny/ask rules on the folded candidates, then allow rules on the
@@ -530,10 +792,13 @@ impl CompiledPolicy {
         folded: &[&str],
         args: Args<'_>,
         tool: Option<&str>,
+        turn: Option<&TurnHistory>,
     ) -> Verdict {
-        let mut verdict = self.evaluate_own(kind, exact, folded, args, tool);
-        for cap in &self.caps {
-            let capped = cap.policy.evaluate_with(kind, exact, folded, args, tool);
+        let mut verdict = self.evaluate_own(kind, exact, folded, args, tool, turn);
+        for cap in self.caps.iter() {
+            let capped = cap
+                .policy
+                .evaluate_with(kind, exact, folded, args, tool, turn);
             if capped.effect > verdict.effect {
                 verdict = Verdict {
                     layer: cap.name.clone(),
@@ -551,28 +816,27 @@ impl CompiledPolicy {
         folded: &[&str],
         args: Args<'_>,
         tool: Option<&str>,
+        turn: Option<&TurnHistory>,
     ) -> Verdict {
         let Some(rules) = self.kinds.get(kind.index()) else {
             return self.invalid_target();
         };
         let hit = rules
             .restrict
-            .strictest_match(folded, args.argv, 0, tool)
+            .strictest_match(folded, args.argv, 0, tool, turn)
             .or_else(|| {
                 rules
                     .allow
-                    .strictest_match(exact, args.argv, args.min_words, tool)
+                    .strictest_match(exact, args.argv, args.min_words, tool, turn)
             });
         match hit {
-            Some(entry) => Verdict {
-                effect: entry.rule.effect,
-                rule: Some(entry.rule.clone()),
-                layer: entry.layer.clone(),
-                reason: match entry.rule.effect {
-                    Effect::Deny => Reason::DenyRule,
-                    Effect::Ask => Reason::AskRule,
-                    Effect::Allow => Reason::AllowRule,
-                },
+            Some(hit) => Verdict {
+                effect: hit.effect,
+                rule: Some(hit.entry.rule.clone()),
+                layer: hit.entry.layer.clone(),
+                reason: hit.reason,
+                condition: hit.condition.map(Box::new),
+                would: None,
             },
             None => Verdict::without_rule(
                 self.defaults[kind.index()],
@@ -585,7 +849,7 @@ impl CompiledPolicy {
     fn evaluate_shell(&self, parsed: &shell::ParsedCommandLine, tool: Option<&str>) -> Verdict {
         let mut verdict: Option<Verdict> = None;
         for command in &parsed.commands {
-            let v = self.explain_command(command, tool);
+            let v = self.explain_command_own(command, tool);
             verdict = Some(match verdict {
                 Some(prev) => prev.stricter(v),
                 None => v,
@@ -598,7 +862,7 @@ impl CompiledPolicy {
             } else {
                 ActionKind::FileRead
             };
-            let v = self.explain_parts(kind, &redirect.path, tool);
+            let v = self.explain_parts_own(kind, &redirect.path, tool);
             verdict = Some(match verdict {
                 Some(prev) => prev.stricter(v),
                 None => v,

@@ -47,11 +47,7 @@ impl Policy {
 
     /// Parse a policy from TOML text. `origin` (a file name) is quoted in errors.
     pub fn from_toml_str(text: &str, origin: Option<&str>) -> Result<Policy, PolicyError> {
-        let de = toml::Deserializer::parse(text).map_err(|e| toml_error(text, origin, ".", &e))?;
-        serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = field_path(e.path());
-            toml_error(text, origin, &path, e.inner())
-        })
+        parse_toml(text, origin)
     }
 
     /// Parse a policy from an already-parsed JSON value (a Python dict, a JS object).
@@ -103,6 +99,18 @@ impl Policy {
     pub fn json_schema() -> serde_json::Value {
         serde_json::to_value(schemars::schema_for!(Policy)).unwrap_or_default()
     }
+}
+
+/// Parse TOML text strictly into `T`: errors name the field path, line and column.
+pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    origin: Option<&str>,
+) -> Result<T, PolicyError> {
+    let de = toml::Deserializer::parse(text).map_err(|e| toml_error(text, origin, ".", &e))?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = field_path(e.path());
+        toml_error(text, origin, &path, e.inner())
+    })
 }
 
 /// serde_json appends " at line L column C"; the error carries those separately.

@@ -6,11 +6,13 @@
 //! (it serializes to the policy file format); [`CompiledPolicy`] is the immutable, compiled
 //! handle that answers `check`/`explain`. This module never touches the file system.
 
-mod compiled;
+pub(crate) mod compiled;
 pub(crate) mod glob;
 mod load;
+pub(crate) use load::parse_toml;
 mod mode;
-mod normalize;
+pub(crate) mod normalize;
+mod turn;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -22,6 +24,7 @@ pub use mode::PermissionMode;
 pub use normalize::{
     InvalidTarget, NormalizedTarget, USERINFO, normalize_network_target, normalize_path_lexically,
 };
+pub use turn::{After, Limit, TurnAction, TurnHistory, Window, now_us, parse_timestamp_us};
 
 /// One glob rule: actions of `kind` whose target matches `pattern` (and whose tool name matches
 /// `tool`, when given) get `effect`.
@@ -37,6 +40,14 @@ pub struct Rule {
     /// Optional glob on the tool name; the rule only matches calls from a matching tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// Turn-aware: the rule applies only once the turn has had an allowed action matching
+    /// this condition (`after = {kind = "file_read", pattern = ".env"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<After>,
+    /// Turn-aware, allow rules only: past `count` matching actions in the window `per`, the
+    /// rule's effect becomes `over` (default ask).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Limit>,
 }
 
 impl Rule {
@@ -47,7 +58,30 @@ impl Rule {
             effect,
             pattern: pattern.into(),
             tool: None,
+            after: None,
+            limit: None,
         }
+    }
+
+    /// The same rule, applying only after the turn had an allowed `kind` action matching
+    /// `pattern`.
+    pub fn after(mut self, kind: ActionKind, pattern: impl Into<String>) -> Self {
+        self.after = Some(After {
+            kind,
+            pattern: pattern.into(),
+        });
+        self
+    }
+
+    /// The same rule, limited to `count` matching actions per `per` (then `over`, ask).
+    pub fn limit(mut self, limit: Limit) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Whether the rule depends on the turn's history (`after` or `limit`).
+    pub fn is_turn_aware(&self) -> bool {
+        self.after.is_some() || self.limit.is_some()
     }
 }
 
@@ -60,6 +94,18 @@ pub struct Layer {
     /// The rules, in order.
     #[serde(default)]
     pub rules: Vec<Rule>,
+    /// `false` makes the layer log-only: its rules never change a verdict; what they would
+    /// have decided is reported as the verdict's `would` (and in the audit row).
+    #[serde(default = "enforced", skip_serializing_if = "is_enforced")]
+    pub enforce: bool,
+}
+
+fn enforced() -> bool {
+    true
+}
+
+fn is_enforced(enforce: &bool) -> bool {
+    *enforce
 }
 
 fn deny() -> Effect {
@@ -373,8 +419,44 @@ impl Policy {
         self.layers.push(Layer {
             name: name.into(),
             rules: Vec::new(),
+            enforce: true,
         });
         self
+    }
+
+    /// Open a new log-only layer (`enforce = false`): its rules report what they would have
+    /// decided without changing any verdict.
+    pub fn log_only_layer(mut self, name: impl Into<String>) -> Self {
+        self = self.layer(name);
+        if let Some(layer) = self.layers.last_mut() {
+            layer.enforce = false;
+        }
+        self
+    }
+
+    /// Whether any rule of this policy or its caps depends on the turn's history.
+    pub fn is_turn_aware(&self) -> bool {
+        self.layers
+            .iter()
+            .flat_map(|l| &l.rules)
+            .any(Rule::is_turn_aware)
+            || self.caps.iter().any(Policy::is_turn_aware)
+    }
+
+    /// Whether any layer of this policy or its caps is log-only.
+    pub fn has_log_only_layers(&self) -> bool {
+        self.layers.iter().any(|l| !l.enforce) || self.caps.iter().any(Policy::has_log_only_layers)
+    }
+
+    /// The same policy with every layer enforced (caps too): what the log-only layers would
+    /// decide.
+    pub fn all_enforced(&self) -> Policy {
+        let mut p = self.clone();
+        for layer in &mut p.layers {
+            layer.enforce = true;
+        }
+        p.caps = p.caps.iter().map(Policy::all_enforced).collect();
+        p
     }
 
     /// Add a rule to the current (last) layer, opening layer `custom` if there is none.

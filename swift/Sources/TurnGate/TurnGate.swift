@@ -39,6 +39,15 @@ extension Policy {
     }
 }
 
+extension Store {
+    /// Re-decide every recorded decision under `policy` as a candidate (`turngate replay`):
+    /// the JSON report `{"decisions", "flips"}` of the decisions that flip. `options` is JSON
+    /// `{"turn"?, "since"?, "workspace"?}`.
+    public func replay(_ policy: Policy, options: String? = nil) throws -> String {
+        try replayPolicy(policy: policy, options: options)
+    }
+}
+
 extension Verdict {
     /// A verdict from `Policy.explainFlat`'s fields; `nil` when they are not well formed.
     init?(flat: String) {

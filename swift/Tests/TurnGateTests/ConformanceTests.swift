@@ -191,6 +191,59 @@ final class ConformanceTests: XCTestCase {
         }
     }
 
+    // ---- tooling suites (as core/tests/conformance_tooling.rs) -----------------------------
+
+    func buildTooling(_ v: JSON) throws -> Policy {
+        var own: Policy? = nil
+        if let pol = v["policy"] {
+            own = try policy(of: pol)
+        } else if let text = v["policy_toml"]?.string {
+            own = try Policy.fromToml(text: text, origin: nil)
+        }
+        var p: Policy
+        if let b = v["builtin"]?.string {
+            p = try builtin(b)
+            if let o = own { p = try p.merge(other: o) }
+        } else {
+            guard let o = own else { throw VectorFailure("neither builtin nor policy") }
+            p = o
+        }
+        for c in v["contain"]?.array ?? [] { p = try p.contain(cap: try policy(of: c)) }
+        return p
+    }
+
+    func testPolicyTurnSuite() throws {
+        try run(["policy_turn"]) { v in
+            guard let a = v["action"], let kind = a["kind"]?.string, let target = a["target"]?.string,
+                let history = v["history"], let expect = v["expect"]
+            else { throw VectorFailure("malformed vector") }
+            let text = try buildTooling(v).explainInTurn(
+                kind: kind, target: target, tool: a["tool"]?.string, history: history.text)
+            guard case var .object(got) = try JSON.parse(text) else { throw VectorFailure("not an object: \(text)") }
+            got["rule"] = got["rule"]?["pattern"] ?? .null
+            try require(JSON.object(got) == expect, "expected \(expect.text), got \(JSON.object(got).text)")
+        }
+    }
+
+    func testPolicyLintSuite() throws {
+        try run(["policy_lint"]) { v in
+            guard let expect = v["expect"] else { throw VectorFailure("malformed vector") }
+            let findings = try JSON.parse(try buildTooling(v).lint()).array ?? []
+            let got = JSON.array(findings.map { f in
+                JSON.object(["code": f["code"] ?? .null, "path": f["path"] ?? .null])
+            })
+            try require(got == expect, "expected \(expect.text), got \(got.text)")
+        }
+    }
+
+    func testReplaySuite() throws {
+        try run(["replay"]) { v in
+            guard let events = v["events"], let expect = v["expect"] else { throw VectorFailure("malformed vector") }
+            let got = try JSON.parse(try buildTooling(v).replayEvents(events: events.text, options: v["options"]?.text))
+            try require(got == expect, "expected \(expect.text), got \(got.text)")
+        }
+    }
+
     // ---- snapshot suites -------------------------------------------------------------------
 
     func cap(of v: JSON) throws -> String? {
@@ -395,7 +448,7 @@ final class ConformanceTests: XCTestCase {
     static let runSuites: Set<String> = [
         "policy", "policy_serde", "snapshot_resolve", "snapshot_cap", "snapshot_prompt",
         "snapshot_runtime", "reducer", "scope_hash", "checkers_network", "checkers_shell",
-        "checkers_env", "gate",
+        "checkers_env", "gate", "policy_turn", "policy_lint", "replay",
     ]
 
     func testEverySuiteOnDiskIsRunOrListedWithAReason() throws {
