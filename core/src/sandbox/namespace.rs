@@ -455,7 +455,7 @@ impl MountOp {
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
 /// Where the mask source lives while the masks are mounted (inside the new `/dev` tmpfs).
-const MASK_SOURCE: &str = "/dev/.turngate-mask";
+const MASK_SOURCE: &std::ffi::CStr = c"/dev/.turngate-mask";
 
 /// Host directories that hold daemons' sockets; emptied unless Unix sockets are allowed.
 pub const SOCKET_DIRS: &[&str] = &["/run", "/var/run"];
@@ -770,12 +770,13 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
         .iter()
         .filter(|m| m.kind == MaskKind::Hidden)
         .collect();
-    let source = CString::from(c"/dev/.turngate-mask");
+    let source = CString::from(MASK_SOURCE);
     let file_masks = hidden.iter().any(|m| !m.dir);
     if file_masks && !own_dev {
         return Err(format!(
-            "cannot mask files: a root lies inside /dev, where the mask source ({MASK_SOURCE}) \
-             would be"
+            "cannot mask files: a root lies inside /dev, where the mask source ({}) \
+             would be",
+            MASK_SOURCE.to_string_lossy()
         ));
     }
     if file_masks {

@@ -214,8 +214,17 @@ impl SandboxSpec {
 
     /// Mask what `policy` denies inside the roots of `snapshot` (the snapshot this spec was
     /// made from): file_read denies are hidden, file_write deny or ask rules inside writable
-    /// roots are bound read-only. The roots are walked now, so call it per spawn.
+    /// roots are bound read-only. The roots are walked now, so call it per spawn. Only a
+    /// mount view can carry masks: where there is none (not Linux, or no mount namespace here)
+    /// nothing is walked, and the backend's report names the missing layer.
     pub fn with_policy(mut self, snapshot: &TurnSandboxSnapshot, policy: &CompiledPolicy) -> Self {
+        #[cfg(target_os = "linux")]
+        let mount_view = super::namespace::probe().mount;
+        #[cfg(not(target_os = "linux"))]
+        let mount_view = false;
+        if !mount_view {
+            return self;
+        }
         let home_config = self.home_config();
         let (masks, truncated) = super::masks::policy_masks(snapshot, policy, &home_config);
         self.masks = masks;
