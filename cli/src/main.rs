@@ -114,9 +114,16 @@ struct RunArgs {
     profile: ProfileArgs,
     #[command(flatten)]
     store: StoreArgs,
-    /// Allow connecting to HOST (a policy allow rule; see docs for what the sandbox enforces).
-    #[arg(long = "allow-net", value_name = "HOST")]
+    /// Allow connecting to HOST or HOST:PORT for this turn (repeatable): a policy allow rule
+    /// and an allowed domain of the snapshot. Under `--net restricted` the sandboxed command
+    /// reaches it through the egress proxy; a loopback or private address must be named
+    /// exactly (`127.0.0.1:8080`, `localhost:8080`).
+    #[arg(long = "allow-net", value_name = "HOST[:PORT]")]
     allow_net: Vec<String>,
+    /// The turn's network mode, overriding the mode's: enabled, restricted (through the
+    /// egress proxy, allowed hosts only, others ask) or disabled.
+    #[arg(long = "net", value_enum, value_name = "MODE")]
+    net: Option<NetChoice>,
     /// Who answers asks: tty (default on a terminal), allow, deny (default otherwise), defer.
     #[arg(long, value_enum)]
     approver: Option<session::ApproverChoice>,
@@ -129,6 +136,28 @@ struct RunArgs {
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
+}
+
+/// `--net`: the turn's network mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum NetChoice {
+    /// Unconfined network.
+    Enabled,
+    /// Allowed hosts only, through the egress proxy; other hosts ask.
+    Restricted,
+    /// No network.
+    Disabled,
+}
+
+impl NetChoice {
+    fn mode(self) -> turngate::protocol::NetworkMode {
+        use turngate::protocol::NetworkMode;
+        match self {
+            NetChoice::Enabled => NetworkMode::Enabled,
+            NetChoice::Restricted => NetworkMode::Restricted,
+            NetChoice::Disabled => NetworkMode::Disabled,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -258,13 +287,14 @@ fn resolve_turn(
     profile: &ProfileArgs,
     cwd: Option<&Path>,
 ) -> Result<turngate::protocol::TurnExecutionSecuritySnapshot, CliError> {
-    resolve_turn_with(profile, cwd, &[])
+    resolve_turn_with(profile, cwd, &[], None)
 }
 
 fn resolve_turn_with(
     profile: &ProfileArgs,
     cwd: Option<&Path>,
     allow_net: &[String],
+    net: Option<NetChoice>,
 ) -> Result<turngate::protocol::TurnExecutionSecuritySnapshot, CliError> {
     let mode = match &profile.mode {
         Some(m) => Some(m.parse::<PermissionMode>()?),
@@ -296,6 +326,8 @@ fn resolve_turn_with(
         turngate::probe::probe_platform(),
     );
     context.allow_home_workspace = profile.allow_home_workspace;
+    context.network_mode = net.map(NetChoice::mode);
+    context.allowed_domains = allow_net.to_vec();
     if let Some(cwd) = cwd {
         context.cwd = Some(
             std::fs::canonicalize(cwd)
@@ -324,11 +356,12 @@ fn run_check(args: &CheckArgs) -> Result<u8, CliError> {
 fn gate_for(
     profile: &ProfileArgs,
     allow_net: &[String],
+    net: Option<NetChoice>,
     store: &Arc<turngate::audit::SqliteAuditStore>,
     approver: Option<session::ApproverChoice>,
     turn: Option<&str>,
 ) -> Result<Gate, CliError> {
-    let snapshot = resolve_turn_with(profile, None, allow_net)?;
+    let snapshot = resolve_turn_with(profile, None, allow_net, net)?;
     let turn = turn.map_or_else(
         || {
             let now = std::time::SystemTime::now()
@@ -351,6 +384,7 @@ fn run_run(args: &RunArgs) -> Result<u8, CliError> {
     let gate = gate_for(
         &args.profile,
         &args.allow_net,
+        args.net,
         &store,
         args.approver,
         args.turn.as_deref(),
@@ -372,6 +406,7 @@ fn run_resume(id: &str, profile: &ProfileArgs, store: &Option<PathBuf>) -> Resul
     let gate = gate_for(
         profile,
         &[],
+        None,
         &store,
         Some(session::ApproverChoice::Deny),
         Some(&turn),

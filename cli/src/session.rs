@@ -139,6 +139,15 @@ fn finish(outcome: &ProcessOutcome, report: Option<&Path>) -> Result<u8, CliErro
         for (area, reason) in report.degradation_pairs() {
             eprintln!("turngate: sandbox degraded ({area:?}): {reason}");
         }
+        // A stricter network than asked for (no egress proxy here) is said too: the command's
+        // connections fail for a reason it cannot see.
+        for n in report
+            .narrowings
+            .iter()
+            .filter(|n| n.area == turngate::sandbox::DegradationArea::Network)
+        {
+            eprintln!("turngate: sandbox network narrowed: {}", n.reason);
+        }
     }
     Ok(match (outcome.exit_code, outcome.signal) {
         (Some(code), _) => u8::try_from(code).unwrap_or(1),

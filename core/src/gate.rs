@@ -31,6 +31,9 @@ use crate::sandbox::{ProcessOutcome, ProcessRequest, ProcessRunner, RunError, Sa
 use crate::snapshot::{SnapshotError, cap_from_parent, ensure_native_shell_allowed, intersect};
 use crate::verdict::Verdict;
 
+mod egress;
+pub use egress::PROXY_TOOL;
+
 /// One tool call as the runtime sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolInvocation {
@@ -1080,14 +1083,16 @@ impl Gate {
             ApprovalResult::AlreadyResolved(r) if r.resolution.is_allow() => Some(r.resolution),
             _ => None,
         };
-        if resolution == Some(ApprovalResolution::AllowForTurn)
-            && stored.request.turn_id != self.turn_id
-        {
-            return Err(GateError::OtherTurn {
-                request: request_id.to_owned(),
-                turn: stored.request.turn_id.clone(),
-                this: self.turn_id.clone(),
-            });
+        if resolution == Some(ApprovalResolution::AllowForTurn) {
+            if stored.request.turn_id != self.turn_id {
+                return Err(GateError::OtherTurn {
+                    request: request_id.to_owned(),
+                    turn: stored.request.turn_id.clone(),
+                    this: self.turn_id.clone(),
+                });
+            }
+            // The grant holds for the rest of the turn, live: the same action asks no more.
+            self.grant_for_turn(stored.request.scope_hash.clone());
         }
         if resolution == Some(ApprovalResolution::AllowOnce) {
             match self.store.consume(request_id)? {
@@ -1257,7 +1262,12 @@ impl Gate {
             request = request
                 .sandbox(SandboxSpec::from_snapshot(sandbox).with_policy(sandbox, &under.policy));
         }
-        Ok(SpawnResult::Ran(Box::new(self.runner.run(request).await?)))
+        // A `network = restricted` command's connections come back here through the egress
+        // proxy, one decision each.
+        let egress = egress::GateEgress { gate: self };
+        Ok(SpawnResult::Ran(Box::new(
+            self.runner.run_with_egress(request, &egress).await?,
+        )))
     }
 
     /// Open a file for reading through the gate: authorize, then open race-free beneath its

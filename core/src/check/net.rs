@@ -222,6 +222,13 @@ impl DomainRule {
         })
     }
 
+    /// Whether this entry names `t` exactly enough to reach a local address: the same IP
+    /// literal (any port, or the same one), or a loopback name with the same port
+    /// (`localhost:8080`). A domain never does, so a name that resolves to loopback stays out.
+    fn names_local(&self, t: &NormalizedTarget) -> bool {
+        names_local(&self.host, self.port, self.is_ip, t)
+    }
+
     /// Exact, or a subdomain at a label boundary; IP entries match exactly.
     fn matches(&self, t: &NormalizedTarget, exact_only: bool) -> bool {
         let port_ok = self.port.is_none() || self.port == t.port;
@@ -234,6 +241,29 @@ impl DomainRule {
                     .is_some_and(|prefix| prefix.ends_with('.'))
         };
         port_ok && host_ok
+    }
+}
+
+fn names_local(host: &str, port: Option<u16>, is_ip: bool, t: &NormalizedTarget) -> bool {
+    if host != t.host {
+        return false;
+    }
+    if is_ip {
+        port.is_none() || port == t.port
+    } else {
+        classify_name(host) == AddressClass::Loopback && port.is_some() && port == t.port
+    }
+}
+
+/// Whether a policy rule's pattern names `t` the way [`DomainRule::names_local`] does: no
+/// glob, and the same IP literal or loopback name and port.
+fn pattern_names_local(pattern: &str, t: &NormalizedTarget) -> bool {
+    if pattern.contains(['*', '?', '[', '{']) {
+        return false;
+    }
+    match normalize_network_target(pattern) {
+        Ok(p) => names_local(&p.host, p.port, p.ip.is_some(), t),
+        Err(_) => false,
     }
 }
 
@@ -352,7 +382,7 @@ impl<'a, R: Resolver> NetworkPolicyChecker<'a, R> {
             return self.deny(Reason::DeniedDomain, Some(t), Some(class));
         }
         let local = matches!(class, AddressClass::Loopback | AddressClass::Unspecified);
-        if local && !self.net.allow_localhost {
+        if local && !self.net.allow_localhost && !self.names_local(&t, tool) {
             return self.deny(Reason::LocalhostBlocked, Some(t), Some(class));
         }
         if let Some(port) = t.port
@@ -392,6 +422,22 @@ impl<'a, R: Resolver> NetworkPolicyChecker<'a, R> {
         }
     }
 
+    /// Whether an allowed domain or a policy allow rule names `t` exactly (its IP literal, or
+    /// `localhost:PORT`): the only way to a loopback address when the snapshot keeps
+    /// localhost out (DESIGN §13).
+    fn names_local(&self, t: &NormalizedTarget, tool: Option<&str>) -> bool {
+        if self.allowed.iter().any(|d| d.names_local(t)) {
+            return true;
+        }
+        let key = t.host_port().unwrap_or_else(|| t.host.clone());
+        let v = self.policy.explain_parts(ActionKind::Network, &key, tool);
+        v.effect == Effect::Allow
+            && v.reason == Reason::AllowRule
+            && v.rule
+                .as_ref()
+                .is_some_and(|r| pattern_names_local(&r.pattern, t))
+    }
+
     /// Check `target`, resolve it, and vet every answer: one answer in a forbidden range
     /// (a rebinding name like `127.0.0.1.nip.io`) refuses them all.
     pub fn resolve_and_check(&self, target: &str, tool: Option<&str>) -> NetworkResolution {
@@ -424,6 +470,7 @@ impl<'a, R: Resolver> NetworkPolicyChecker<'a, R> {
         };
         let explicit = check.verdict.reason == Reason::AllowRule
             || self.allowed.iter().any(|d| d.matches(&t, true));
+        let explicit_local = self.names_local(&t, tool);
         let mut addrs = Vec::with_capacity(ips.len());
         for ip in ips {
             let ip = match ip {
@@ -432,7 +479,9 @@ impl<'a, R: Resolver> NetworkPolicyChecker<'a, R> {
             };
             let forbidden = match classify(ip) {
                 AddressClass::Public => false,
-                AddressClass::Loopback | AddressClass::Unspecified => !self.net.allow_localhost,
+                AddressClass::Loopback | AddressClass::Unspecified => {
+                    !self.net.allow_localhost && !explicit_local
+                }
                 AddressClass::Metadata => true,
                 AddressClass::Private | AddressClass::LinkLocal | AddressClass::Reserved => {
                     !explicit

@@ -45,8 +45,17 @@ pub struct LandlockPlan {
     pub narrowings: Vec<Degradation>,
 }
 
-/// Plan the Linux sandbox for `spec` on a kernel reporting Landlock ABI `abi`.
+/// Plan the Linux sandbox for `spec` on a kernel reporting Landlock ABI `abi`, without an
+/// egress proxy (no network namespace to put it in).
 pub fn plan(spec: &SandboxSpec, abi: u32) -> LandlockPlan {
+    plan_with_proxy(spec, abi, None)
+}
+
+/// [`plan`], where a `network = restricted` command runs in a network namespace with loopback
+/// only and reaches the outside through the egress proxy on `127.0.0.1:proxy` (DESIGN §13).
+/// Then the TCP connect rule names the proxy's port (and the snapshot's ports, which reach
+/// only the namespace's own loopback); UDP and raw sockets stay refused.
+pub fn plan_with_proxy(spec: &SandboxSpec, abi: u32, proxy: Option<u16>) -> LandlockPlan {
     let enforced = abi.min(NONO_MAX_ENFORCED_ABI);
     let mut degradations = Vec::new();
     let mut narrowings = Vec::new();
@@ -61,13 +70,19 @@ pub fn plan(spec: &SandboxSpec, abi: u32) -> LandlockPlan {
     ports.sort_unstable();
     ports.dedup();
 
+    let proxy = proxy.filter(|_| net_policy.mode == NetworkMode::Restricted);
+    if let Some(port) = proxy {
+        ports.push(port);
+        ports.sort_unstable();
+        ports.dedup();
+    }
     let mut net = match (net_policy.mode, ports.is_empty()) {
         (NetworkMode::Enabled, true) => NetPlan::AllowAll,
         (NetworkMode::Restricted, true) => {
             narrowings.push(Degradation::new(
                 DegradationArea::Network,
-                "a domain allow-list needs a filtering proxy, which the native sandbox does not \
-                 run; all network egress is blocked (grant TCP ports to open some)",
+                "a domain allow-list needs the egress proxy, which needs a network namespace \
+                 (unavailable here); all network egress is blocked (grant TCP ports to open some)",
             ));
             NetPlan::BlockAll
         }
@@ -75,7 +90,20 @@ pub fn plan(spec: &SandboxSpec, abi: u32) -> LandlockPlan {
         (_, false) => NetPlan::TcpConnect(ports),
     };
 
-    if let NetPlan::TcpConnect(ports) = &net {
+    if let (Some(_), NetPlan::TcpConnect(_)) = (proxy, &net) {
+        if enforced < 4 {
+            // The network namespace (loopback and the proxy only) is the boundary; Landlock
+            // cannot add a port rule on this kernel.
+            degradations.push(Degradation::new(
+                DegradationArea::Network,
+                format!(
+                    "Landlock ABI V{abi} has no TCP port rules (needs V4): inside the network \
+                     namespace UDP and other TCP ports on its own loopback are not refused"
+                ),
+            ));
+            net = NetPlan::AllowAll;
+        }
+    } else if let NetPlan::TcpConnect(ports) = &net {
         if enforced < 4 {
             narrowings.push(Degradation::new(
                 DegradationArea::Network,
@@ -102,6 +130,7 @@ pub fn plan(spec: &SandboxSpec, abi: u32) -> LandlockPlan {
     }
 
     match &net {
+        NetPlan::AllowAll if proxy.is_some() => {}
         NetPlan::AllowAll => {
             if !net_policy.denied_domains.is_empty() {
                 degradations.push(Degradation::new(
@@ -119,7 +148,7 @@ pub fn plan(spec: &SandboxSpec, abi: u32) -> LandlockPlan {
             }
         }
         NetPlan::BlockAll | NetPlan::TcpConnect(_) => {
-            if net_policy.allow_localhost && matches!(net, NetPlan::BlockAll) {
+            if net_policy.allow_localhost && proxy.is_none() && matches!(net, NetPlan::BlockAll) {
                 narrowings.push(Degradation::new(
                     DegradationArea::Network,
                     "loopback is blocked with every other host: Landlock cannot allow an \

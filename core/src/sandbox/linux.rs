@@ -11,9 +11,10 @@ use std::sync::{Arc, OnceLock};
 use nono::sandbox::PreparedLandlockSandbox;
 use nono::{AccessMode, CapabilitySet, DetectedAbi, FsCapability, IpcMode, Sandbox, SeccompOpts};
 
-use crate::protocol::{FsAccess, SandboxBackendKind, SandboxMode};
+use crate::protocol::{FsAccess, NetworkMode, SandboxBackendKind, SandboxMode};
 
-use super::landlock_plan::{NONO_MAX_ENFORCED_ABI, NetPlan, plan};
+use super::egress::PROXY_PORT;
+use super::landlock_plan::{NONO_MAX_ENFORCED_ABI, NetPlan, plan_with_proxy};
 use super::namespace::{self, NamespacePlan, NamespaceSupport, ViewSpec};
 use super::report::{BackendProbe, Degradation, DegradationArea, SandboxReport};
 use super::spec::SandboxSpec;
@@ -76,7 +77,7 @@ impl LinuxNonoBackend {
 }
 
 /// What the mount view binds writable and masks, from the spec's grants.
-fn view_spec(spec: &SandboxSpec, net: &NetPlan) -> ViewSpec {
+fn view_spec(spec: &SandboxSpec, net: &NetPlan, proxy: Option<u16>) -> ViewSpec {
     let writable = spec
         .effective_grants()
         .into_iter()
@@ -90,7 +91,8 @@ fn view_spec(spec: &SandboxSpec, net: &NetPlan) -> ViewSpec {
         writable,
         masks: spec.masks.clone(),
         empty_socket_dirs: !spec.network.allow_unix_sockets,
-        network: matches!(net, NetPlan::BlockAll),
+        network: matches!(net, NetPlan::BlockAll) || proxy.is_some(),
+        egress_port: proxy,
     }
 }
 
@@ -160,7 +162,15 @@ impl SandboxBackend for LinuxNonoBackend {
                 });
             }
         };
-        let planned = plan(spec, abi.abi as u32);
+        // `network = restricted` goes through the egress proxy when the command can have its
+        // own network namespace (not in unrestricted mode, which uses no namespaces).
+        let support = self.namespace_support();
+        let proxy = (spec.network.mode == NetworkMode::Restricted
+            && spec.mode != SandboxMode::Unrestricted
+            && support.user
+            && support.network)
+            .then_some(PROXY_PORT);
+        let planned = plan_with_proxy(spec, abi.abi as u32, proxy);
         let mut narrowings = planned.narrowings;
         let mut degradations: Vec<Degradation> = planned.degradations;
 
@@ -207,9 +217,9 @@ impl SandboxBackend for LinuxNonoBackend {
         let (namespaces, masks, entered) = if spec.mode == SandboxMode::Unrestricted {
             (None, Vec::new(), Vec::new())
         } else {
-            let view = view_spec(spec, &planned.net);
-            let (plan, missing) = NamespacePlan::new(&view, self.namespace_support())
-                .map_err(SandboxError::Prepare)?;
+            let view = view_spec(spec, &planned.net, proxy);
+            let (plan, missing) =
+                NamespacePlan::new(&view, support).map_err(SandboxError::Prepare)?;
             degradations.extend(missing);
             if spec.masks_truncated {
                 degradations.push(Degradation::new(
@@ -231,12 +241,17 @@ impl SandboxBackend for LinuxNonoBackend {
             }
         };
 
-        let mut report = SandboxReport::applied(
-            SandboxBackendKind::Nono,
-            Self::detail(&abi),
-            degradations,
-            narrowings,
-        );
+        let egress = namespaces.as_ref().and_then(NamespacePlan::egress_port);
+        let detail = match egress {
+            Some(port) => format!(
+                "{}; network through the egress proxy on 127.0.0.1:{port} in a network \
+                 namespace with loopback only",
+                Self::detail(&abi)
+            ),
+            None => Self::detail(&abi),
+        };
+        let mut report =
+            SandboxReport::applied(SandboxBackendKind::Nono, detail, degradations, narrowings);
         report.namespaces = entered;
         report.masks = masks;
         Ok(PreparedSandbox {

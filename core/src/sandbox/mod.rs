@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use crate::protocol::{BackendRequirement, SandboxBackendKind};
 
+pub mod egress;
 pub mod landlock_plan;
 #[cfg(target_os = "linux")]
 mod linux;

@@ -62,6 +62,7 @@ pub(crate) const STEP_CHDIR: u32 = 27;
 pub(crate) const STEP_PARENT_GONE: u32 = 28;
 pub(crate) const STEP_CAPS: u32 = 29;
 pub(crate) const STEP_UNIX_FILTER: u32 = 30;
+pub(crate) const STEP_EGRESS_LISTENER: u32 = 31;
 pub(crate) const STEP_MOUNT_BASE: u32 = 100;
 
 /// Which namespaces an unprivileged process may create on this machine.
@@ -469,8 +470,12 @@ pub struct ViewSpec {
     pub masks: Vec<Mask>,
     /// Whether host socket directories are emptied.
     pub empty_socket_dirs: bool,
-    /// Whether to enter a network namespace (the network is blocked anyway).
+    /// Whether to enter a network namespace (the network is blocked, or goes through the
+    /// egress proxy).
     pub network: bool,
+    /// The egress proxy's port: P listens on `127.0.0.1:PORT` inside the new network
+    /// namespace and passes the listener to turngate (DESIGN §13).
+    pub egress_port: Option<u16>,
 }
 
 /// Everything the child needs, prepared in the parent.
@@ -482,6 +487,7 @@ pub struct NamespacePlan {
     mount: bool,
     pid: bool,
     network: bool,
+    egress_port: Option<u16>,
     /// The masks in force, for the report.
     pub(crate) masks: Vec<Mask>,
     /// The namespaces entered, by name, for the report.
@@ -594,11 +600,18 @@ impl NamespacePlan {
                 mount: support.mount,
                 pid: support.pid,
                 network,
+                egress_port: view.egress_port.filter(|_| network),
                 masks,
                 entered,
             }),
             missing,
         ))
+    }
+
+    /// The egress proxy's port when P creates its listener (the network namespace is
+    /// entered and the network goes through the proxy).
+    pub(crate) fn egress_port(&self) -> Option<u16> {
+        self.egress_port
     }
 
     /// A person's name for a failed step.
@@ -628,6 +641,7 @@ pub(crate) fn step_name(step: u32) -> &'static str {
         STEP_PARENT_GONE => "parent_gone",
         STEP_CAPS => "drop_capabilities",
         STEP_UNIX_FILTER => "seccomp_filter",
+        STEP_EGRESS_LISTENER => "egress_listener",
         _ => "other",
     }
 }
@@ -1136,6 +1150,80 @@ fn fd_link(fd: libc::c_int, buf: &mut [u8; 32]) {
     buf[prefix.len() + len] = 0;
 }
 
+/// Listen on `127.0.0.1:port` in the current (new) network namespace and send the listener
+/// over `bridge` with `SCM_RIGHTS`; this process keeps no copy. Raw syscalls and stack
+/// buffers only.
+fn send_listener(port: u16, bridge: libc::c_int) -> Result<(), i32> {
+    if bridge < 0 {
+        return Err(libc::EBADF);
+    }
+    // SAFETY (whole function): raw syscalls with scalars and live, correctly sized stack
+    // structs; the control buffer is aligned for `cmsghdr` and large enough for one fd.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(errno());
+        }
+        let one: libc::c_int = 1;
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        let addr = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from_ne_bytes([127, 0, 0, 1]),
+            },
+            sin_zero: [0; 8],
+        };
+        let rc = libc::bind(
+            fd,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        );
+        if rc != 0 || libc::listen(fd, 1024) != 0 {
+            let e = errno();
+            libc::close(fd);
+            return Err(e);
+        }
+        let mut byte = [b'L'];
+        let mut iov = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        let mut control = [0u64; 4];
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as _;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if cmsg.is_null() {
+            libc::close(fd);
+            return Err(libc::EINVAL);
+        }
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
+        std::ptr::copy_nonoverlapping(
+            (&fd as *const libc::c_int).cast::<u8>(),
+            libc::CMSG_DATA(cmsg),
+            std::mem::size_of::<libc::c_int>(),
+        );
+        let n = libc::sendmsg(bridge, &msg, libc::MSG_NOSIGNAL);
+        let e = errno();
+        libc::close(fd);
+        if n != 1 {
+            return Err(if n < 0 { e } else { libc::EIO });
+        }
+    }
+    Ok(())
+}
+
 /// Signals I forwards to the command.
 const FORWARDED: &[libc::c_int] = &[
     libc::SIGTERM,
@@ -1149,11 +1237,17 @@ const FORWARDED: &[libc::c_int] = &[
 impl NamespacePlan {
     /// Run in P (the spawned child, before exec). Returns only in C, the command's process;
     /// P and I never return (they `_exit`). `report` gets the failure of P's or I's own steps
-    /// before the error is returned to the runner.
+    /// before the error is returned to the runner. `bridge` is P's end of the egress
+    /// socketpair (-1 without the proxy): the listener goes to turngate through it, and both
+    /// are closed before anything else runs in the namespace.
     ///
     /// # Safety
     /// Call only between fork and exec. Raw syscalls only.
-    pub(crate) unsafe fn enter(&self, parent_pid: libc::pid_t) -> Result<(), RawFailure> {
+    pub(crate) unsafe fn enter(
+        &self,
+        parent_pid: libc::pid_t,
+        bridge: libc::c_int,
+    ) -> Result<(), RawFailure> {
         // SAFETY (whole function): raw syscalls with scalars, live stack buffers, and
         // NUL-terminated strings prepared by the parent.
         unsafe {
@@ -1182,6 +1276,13 @@ impl NamespacePlan {
                 && let Err(e) = loopback_up()
             {
                 return Err((STEP_LOOPBACK, e));
+            }
+            if let Some(port) = self.egress_port {
+                let sent = send_listener(port, bridge);
+                libc::close(bridge);
+                if let Err(e) = sent {
+                    return Err((STEP_EGRESS_LISTENER, e));
+                }
             }
             if !self.pid {
                 // No PID namespace: P is the command itself.

@@ -304,13 +304,14 @@ unsafe fn confine(
     launch: &super::linux::LinuxLaunch,
     cwd: &std::ffi::CStr,
     parent: libc::pid_t,
+    bridge: libc::c_int,
 ) -> Result<(), (u32, i32)> {
     use super::namespace as ns;
     // SAFETY (whole function): raw syscalls on scalars and NUL-terminated strings prepared by
     // the parent.
     unsafe {
         if let Some(plan) = &launch.namespaces {
-            plan.enter(parent)?;
+            plan.enter(parent, bridge)?;
             if libc::chdir(cwd.as_ptr()) != 0 {
                 return Err((ns::STEP_CHDIR, *libc::__errno_location()));
             }
@@ -370,6 +371,84 @@ pub(crate) fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     }
     // SAFETY: pipe2 succeeded, so both descriptors are fresh and owned by us.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A `SOCK_SEQPACKET` socketpair, both ends close-on-exec: turngate's end and P's end of the
+/// egress bridge.
+#[cfg(target_os = "linux")]
+fn bridge_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` is a valid out-array of two ints.
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: socketpair succeeded, so both descriptors are fresh and owned by us.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// The listener P sent over the bridge (it was sent before the command could start, so it is
+/// there once the spawn returned). Close-on-exec in turngate.
+#[cfg(target_os = "linux")]
+fn receive_listener(bridge: &OwnedFd) -> std::io::Result<std::net::TcpListener> {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut control = [0u64; 8];
+    // SAFETY: a zeroed msghdr pointing at live stack buffers; the kernel fills at most
+    // `msg_controllen` bytes of control data.
+    let fd = unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control) as _;
+        let n = libc::recvmsg(
+            bridge.as_raw_fd(),
+            &mut msg,
+            libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
+        );
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if n != 1
+            || cmsg.is_null()
+            || (*cmsg).cmsg_level != libc::SOL_SOCKET
+            || (*cmsg).cmsg_type != libc::SCM_RIGHTS
+            || (*cmsg).cmsg_len as usize
+                != libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize
+            || msg.msg_flags & libc::MSG_CTRUNC != 0
+        {
+            return Err(std::io::Error::other(
+                "the egress bridge carried no listener",
+            ));
+        }
+        let mut fd: libc::c_int = -1;
+        std::ptr::copy_nonoverlapping(
+            libc::CMSG_DATA(cmsg),
+            (&mut fd as *mut libc::c_int).cast::<u8>(),
+            std::mem::size_of::<libc::c_int>(),
+        );
+        fd
+    };
+    if fd < 0 {
+        return Err(std::io::Error::other(
+            "the egress bridge carried no listener",
+        ));
+    }
+    // SAFETY: the kernel installed `fd` for us just now; nothing else owns it.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok(std::net::TcpListener::from(owned))
 }
 
 fn read_child_failure(read_end: &OwnedFd) -> Option<(u32, i32)> {
@@ -432,8 +511,21 @@ impl ProcessRunner {
         runtime.block_on(self.run(request))
     }
 
-    /// Run `request` to completion (or timeout).
+    /// Run `request` to completion (or timeout). A `network = restricted` sandbox's egress
+    /// proxy refuses every connection: use [`ProcessRunner::run_with_egress`] to decide them.
     pub async fn run(&self, request: ProcessRequest) -> Result<ProcessOutcome, RunError> {
+        self.run_with_egress(request, &super::egress::RefuseAll)
+            .await
+    }
+
+    /// [`ProcessRunner::run`], where the connections of a `network = restricted` command go
+    /// through the egress proxy and `egress` decides each one (DESIGN §13). The proxy runs
+    /// in this task while the command runs and is gone when it ends.
+    pub async fn run_with_egress(
+        &self,
+        request: ProcessRequest,
+        egress: &dyn super::egress::EgressDecider,
+    ) -> Result<ProcessOutcome, RunError> {
         let Some(program) = request.argv.first().cloned() else {
             return Err(RunError::InvalidRequest("argv is empty".into()));
         };
@@ -493,9 +585,23 @@ impl ProcessRunner {
 
         #[cfg(target_os = "linux")]
         let mut failure_pipe = None;
+        #[cfg(target_os = "linux")]
+        let mut bridge: Option<(OwnedFd, OwnedFd)> = None;
         match prepared.as_ref().map(|p| &p.launch) {
             #[cfg(target_os = "linux")]
             Some(Launch::PreExec(sandbox)) => {
+                if sandbox
+                    .namespaces
+                    .as_ref()
+                    .and_then(super::namespace::NamespacePlan::egress_port)
+                    .is_some()
+                {
+                    bridge = Some(bridge_pair()?);
+                    for (name, value) in super::egress::PROXY_ENV {
+                        cmd.env(name, value);
+                    }
+                }
+                let bridge_fd = bridge.as_ref().map_or(-1, |(_, child)| child.as_raw_fd());
                 let (read_end, write_end) = cloexec_pipe()?;
                 let fd = write_end.as_raw_fd();
                 let sandbox = Arc::clone(sandbox);
@@ -513,7 +619,7 @@ impl ProcessRunner {
                             report_child_failure(fd, 7, errno);
                             return Err(std::io::Error::from_raw_os_error(errno));
                         }
-                        if let Err((step, errno)) = confine(&sandbox, &cwd, parent) {
+                        if let Err((step, errno)) = confine(&sandbox, &cwd, parent, bridge_fd) {
                             report_child_failure(fd, step, errno);
                             return Err(std::io::Error::from_raw_os_error(errno));
                         }
@@ -578,6 +684,34 @@ impl ProcessRunner {
         let pgid = i32::try_from(pid).unwrap_or(0);
         let mut group = GroupGuard { pgid, armed: true };
 
+        // The egress proxy: the listener P made inside the command's network namespace.
+        let tasks = Arc::new(std::sync::Mutex::new(tokio::task::JoinSet::new()));
+        #[cfg(target_os = "linux")]
+        let listener = match bridge {
+            Some((parent_end, child_end)) => {
+                drop(child_end);
+                match receive_listener(&parent_end) {
+                    Ok(listener) => Some(listener),
+                    Err(e) => {
+                        return Err(RunError::NamespaceSetup {
+                            step: "egress_listener".to_owned(),
+                            errno: e.raw_os_error().unwrap_or(libc::EIO),
+                        });
+                    }
+                }
+            }
+            None => None,
+        };
+        #[cfg(not(target_os = "linux"))]
+        let listener: Option<std::net::TcpListener> = None;
+        let mut proxy_done = listener.is_none();
+        let proxy = async {
+            if let Some(listener) = listener {
+                super::egress::serve(listener, egress, tasks.clone()).await;
+            }
+        };
+        tokio::pin!(proxy);
+
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             return Err(RunError::Io(std::io::Error::other("child pipes missing")));
         };
@@ -608,6 +742,7 @@ impl ProcessRunner {
             loop {
                 let drain_deadline = exited_at.unwrap_or(deadline) + DRAIN_GRACE;
                 tokio::select! {
+                    () = &mut proxy, if !proxy_done => proxy_done = true,
                     s = &mut waiter, if status.is_none() => {
                         status = Some(s?);
                         exited_at = Some(tokio::time::Instant::now());
@@ -627,6 +762,10 @@ impl ProcessRunner {
             }
         }
         group.armed = false;
+        // The command is gone: its tunnels and upstream connections go with it.
+        if let Ok(mut set) = tasks.lock() {
+            set.abort_all();
+        }
         let duration = exited_at
             .map(|t| t.into_std().saturating_duration_since(start))
             .unwrap_or_else(|| start.elapsed());

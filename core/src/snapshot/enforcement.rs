@@ -270,10 +270,14 @@ pub(crate) fn status(
                 }
             }
         }
+        // On Linux with user namespaces the egress proxy enforces the domain allow-list
+        // (DESIGN §13): the ports reach only the command's own loopback.
+        let proxied = backend == SandboxBackendKind::Nono && p.user_namespaces;
         if network.mode == NetworkMode::Restricted
             && !network.allowed_domains.is_empty()
             && !network.allowed_tcp_ports.is_empty()
             && caps.network_port_rules
+            && !proxied
         {
             r.push("allowed TCP ports are open to any host: domain allowlists need a filtering proxy, which this build does not provide".to_owned());
         }

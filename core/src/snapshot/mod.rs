@@ -76,6 +76,14 @@ pub struct ResolveContext {
     /// ancestor of it. Off by default: a workspace is a project, not a home.
     #[serde(default, skip_serializing_if = "is_false")]
     pub allow_home_workspace: bool,
+    /// Overrides the mode's network mode for this turn (the CLI's `--net`). In `restricted`,
+    /// sandboxed commands reach the network through the egress proxy (DESIGN §13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_mode: Option<NetworkMode>,
+    /// Hosts (`host`, `host:port`, an IP) granted for this turn (the CLI's `--allow-net`),
+    /// added to the snapshot's allowed domains.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_domains: Vec<String>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -95,6 +103,8 @@ impl ResolveContext {
             platform,
             home: None,
             allow_home_workspace: false,
+            network_mode: None,
+            allowed_domains: Vec::new(),
         }
     }
 }
@@ -267,7 +277,15 @@ pub fn resolve(
         });
     }
 
-    let (network, process, approval) = mode_bounds(mode);
+    let (mut network, process, approval) = mode_bounds(mode);
+    if let Some(net_mode) = context.network_mode {
+        network.mode = net_mode;
+    }
+    for host in &context.allowed_domains {
+        if !network.allowed_domains.contains(host) {
+            network.allowed_domains.push(host.clone());
+        }
+    }
     let backend_preference = match context.execution_backend {
         ExecutionBackend::Native => enforcement::native_preference(context.platform.os),
         ExecutionBackend::CodexCli | ExecutionBackend::ClaudeCli => {

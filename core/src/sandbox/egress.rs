@@ -1,0 +1,323 @@
+//! The egress proxy of `network = restricted` (DESIGN §13, ADR 0012).
+//!
+//! A sandboxed command whose network is restricted runs in a network namespace with loopback
+//! only. The namespace's first process creates one listening TCP socket on
+//! `127.0.0.1:`[`PROXY_PORT`] inside it and passes the descriptor back to turngate over a
+//! socketpair (`SCM_RIGHTS`); turngate accepts on it here, in its own network namespace, and
+//! is the only way out. The child's environment points `HTTP(S)_PROXY`/`ALL_PROXY` at it.
+//!
+//! The proxy speaks HTTP `CONNECT` (tunnels, TLS stays end to end) and absolute-form HTTP
+//! (`GET http://host/path`), parsed by hyper. Every tunnel and every request is one decision
+//! of an [`EgressDecider`] (the turn's gate): it names the host and port the request asked
+//! for, and the decider answers with the checked addresses to connect to, or a refusal that
+//! becomes a 403 whose body names the rule and the reason. The proxy never resolves a name
+//! itself and connects only to the addresses it was given.
+//!
+//! It never decides what may be reached; it only carries the decider's answer out.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper::header::{HOST, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpStream;
+use tokio::task::JoinSet;
+
+/// The proxy's port inside the command's network namespace. The namespace is new for every
+/// spawn and holds nothing else, so one fixed port is always free there.
+pub const PROXY_PORT: u16 = 3128;
+
+/// The proxy URL the command's environment names.
+pub const PROXY_URL: &str = "http://127.0.0.1:3128";
+
+/// The environment the command gets when its traffic goes through the proxy.
+pub const PROXY_ENV: &[(&str, &str)] = &[
+    ("HTTP_PROXY", PROXY_URL),
+    ("HTTPS_PROXY", PROXY_URL),
+    ("http_proxy", PROXY_URL),
+    ("https_proxy", PROXY_URL),
+    ("ALL_PROXY", PROXY_URL),
+    ("all_proxy", PROXY_URL),
+    ("NO_PROXY", ""),
+    ("no_proxy", ""),
+];
+
+/// Longest time a client may take to send a request's head (slowloris).
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Largest request head hyper buffers (a larger one is refused with 431).
+const MAX_HEAD: usize = 64 * 1024;
+
+/// Most header lines in one request.
+const MAX_HEADERS: usize = 100;
+
+/// Most client connections served at once; more wait in the kernel's backlog.
+const MAX_CONNECTIONS: usize = 256;
+
+/// Longest time one upstream connect may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The tunnel's copy buffer, each direction.
+const TUNNEL_BUFFER: usize = 256 * 1024;
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What the decider says about one connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EgressDecision {
+    /// Connect to these addresses (checked, in order), and nothing else.
+    Connect(Vec<SocketAddr>),
+    /// Refuse; the text names the rule and the reason (the 403's body).
+    Refuse(String),
+}
+
+/// Decides each connection the proxy is asked to make.
+pub trait EgressDecider: Send + Sync {
+    /// Decide a connection to `authority` (`host:port` as the command asked for it; the
+    /// decider normalizes, checks, asks, audits and resolves).
+    fn decide<'a>(&'a self, authority: &'a str) -> BoxFuture<'a, EgressDecision>;
+}
+
+/// A decider that refuses everything (a runner given no gate).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RefuseAll;
+
+impl EgressDecider for RefuseAll {
+    fn decide<'a>(&'a self, authority: &'a str) -> BoxFuture<'a, EgressDecision> {
+        Box::pin(async move {
+            EgressDecision::Refuse(format!(
+                "no gate decides this command's connections; {authority} is refused"
+            ))
+        })
+    }
+}
+
+type Body = BoxBody<Bytes, hyper::Error>;
+
+fn text(status: StatusCode, body: String) -> Response<Body> {
+    let mut response = Response::new(
+        Full::new(Bytes::from(body))
+            .map_err(|never| match never {})
+            .boxed(),
+    );
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn refused(authority: &str, reason: &str) -> Response<Body> {
+    text(
+        StatusCode::FORBIDDEN,
+        format!("turngate egress proxy: connection to {authority} refused: {reason}\n"),
+    )
+}
+
+/// Serve the proxy on `listener` until the future is dropped. Connections are decided by
+/// `decider`; tunnels and upstream connections run as tasks in `tasks`, aborted when it is
+/// dropped (the run is over).
+pub(crate) async fn serve(
+    listener: std::net::TcpListener,
+    decider: &dyn EgressDecider,
+    tasks: Arc<Mutex<JoinSet<()>>>,
+) {
+    if listener.set_nonblocking(true).is_err() {
+        return;
+    }
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+        return;
+    };
+    let mut conns = FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept(), if conns.len() < MAX_CONNECTIONS => {
+                if let Ok((stream, _)) = accepted {
+                    let _ = stream.set_nodelay(true);
+                    conns.push(serve_connection(stream, decider, tasks.clone()));
+                }
+            }
+            Some(()) = conns.next(), if !conns.is_empty() => {}
+        }
+    }
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    decider: &dyn EgressDecider,
+    tasks: Arc<Mutex<JoinSet<()>>>,
+) {
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let tasks = tasks.clone();
+        async move { Ok::<_, std::convert::Infallible>(handle(req, decider, tasks).await) }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .max_buf_size(MAX_HEAD)
+        .max_headers(MAX_HEADERS)
+        .keep_alive(true);
+    let _ = builder
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades()
+        .await;
+}
+
+fn spawn(tasks: &Mutex<JoinSet<()>>, task: impl Future<Output = ()> + Send + 'static) {
+    if let Ok(mut set) = tasks.lock() {
+        // Finished tasks are reaped here so the set does not grow with the turn.
+        while set.try_join_next().is_some() {}
+        set.spawn(task);
+    }
+}
+
+async fn handle(
+    mut req: Request<Incoming>,
+    decider: &dyn EgressDecider,
+    tasks: Arc<Mutex<JoinSet<()>>>,
+) -> Response<Body> {
+    if req.method() == Method::CONNECT {
+        // CONNECT's target is an authority (`host:port`), nothing else.
+        let Some(authority) = req
+            .uri()
+            .authority()
+            .map(|a| a.as_str().to_owned())
+            .filter(|_| req.uri().scheme().is_none() && req.uri().path_and_query().is_none())
+        else {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "turngate egress proxy: CONNECT needs host:port\n".to_owned(),
+            );
+        };
+        let upstream = match open(decider, &authority).await {
+            Ok(upstream) => upstream,
+            Err(response) => return response,
+        };
+        let upgrade = hyper::upgrade::on(&mut req);
+        spawn(&tasks, async move {
+            if let Ok(upgraded) = upgrade.await {
+                let mut client = TokioIo::new(upgraded);
+                let mut upstream = upstream;
+                let _ = tokio::io::copy_bidirectional_with_sizes(
+                    &mut client,
+                    &mut upstream,
+                    TUNNEL_BUFFER,
+                    TUNNEL_BUFFER,
+                )
+                .await;
+            }
+        });
+        return Response::new(http_body_util::Empty::new().map_err(|n| match n {}).boxed());
+    }
+    forward(req, decider, tasks).await
+}
+
+/// Absolute-form HTTP: check the URI's authority (the `Host` header is not trusted), connect
+/// to the checked address, and send the request on in origin form with `Host` set from the
+/// URI. One upstream connection per request, so every request is decided on its own.
+async fn forward(
+    req: Request<Incoming>,
+    decider: &dyn EgressDecider,
+    tasks: Arc<Mutex<JoinSet<()>>>,
+) -> Response<Body> {
+    let uri = req.uri().clone();
+    if uri.scheme_str() != Some("http") {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "turngate egress proxy: only absolute http:// requests and CONNECT are proxied \
+             (https goes through CONNECT)\n"
+                .to_owned(),
+        );
+    }
+    let Some(authority) = uri.authority() else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "turngate egress proxy: the request names no host\n".to_owned(),
+        );
+    };
+    let host_port = match authority.port_u16() {
+        Some(_) => authority.as_str().to_owned(),
+        None => format!("{}:80", authority.as_str()),
+    };
+    let Ok(host_value) = HeaderValue::from_str(authority.as_str()) else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "turngate egress proxy: bad host\n".to_owned(),
+        );
+    };
+    let upstream = match open(decider, &host_port).await {
+        Ok(upstream) => upstream,
+        Err(response) => return response,
+    };
+    let (mut parts, body) = req.into_parts();
+    parts.uri = match uri.path_and_query() {
+        Some(pq) => match pq.as_str().parse() {
+            Ok(origin) => origin,
+            Err(_) => return text(StatusCode::BAD_REQUEST, "bad path\n".to_owned()),
+        },
+        None => hyper::Uri::from_static("/"),
+    };
+    for name in [
+        "connection",
+        "proxy-connection",
+        "keep-alive",
+        "proxy-authorization",
+        "proxy-authenticate",
+        "te",
+        "trailer",
+        "upgrade",
+    ] {
+        parts.headers.remove(name);
+    }
+    parts.headers.insert(HOST, host_value);
+    let request = Request::from_parts(parts, body);
+    let (mut sender, conn) = match hyper::client::conn::http1::Builder::new()
+        .handshake::<_, Incoming>(TokioIo::new(upstream))
+        .await
+    {
+        Ok(pair) => pair,
+        Err(e) => return text(StatusCode::BAD_GATEWAY, format!("upstream: {e}\n")),
+    };
+    spawn(&tasks, async move {
+        let _ = conn.await;
+    });
+    match sender.send_request(request).await {
+        Ok(response) => response.map(|b| b.boxed()),
+        Err(e) => text(StatusCode::BAD_GATEWAY, format!("upstream: {e}\n")),
+    }
+}
+
+/// Decide `authority` and connect to the first checked address that answers.
+async fn open(decider: &dyn EgressDecider, authority: &str) -> Result<TcpStream, Response<Body>> {
+    let addrs = match decider.decide(authority).await {
+        EgressDecision::Connect(addrs) => addrs,
+        EgressDecision::Refuse(reason) => return Err(refused(authority, &reason)),
+    };
+    let mut last = String::from("no address");
+    for addr in addrs {
+        match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => {
+                let _ = stream.set_nodelay(true);
+                return Ok(stream);
+            }
+            Ok(Err(e)) => last = format!("{addr}: {e}"),
+            Err(_) => last = format!("{addr}: connect timed out"),
+        }
+    }
+    Err(text(
+        StatusCode::BAD_GATEWAY,
+        format!("turngate egress proxy: could not connect to {authority}: {last}\n"),
+    ))
+}
