@@ -6,7 +6,7 @@ use turngate::protocol::{
     BackendRequirement, FsAccess, NetworkMode, SandboxBackendKind, SandboxMode,
     TurnNetworkPolicySnapshot,
 };
-use turngate::sandbox::landlock_plan::{NetPlan, plan};
+use turngate::sandbox::landlock_plan::{NetPlan, plan, plan_with_proxy};
 use turngate::sandbox::{DegradationArea, FsGrant, SandboxSpec, TmpSpec};
 
 fn spec(mode: NetworkMode, ports: Vec<u16>) -> SandboxSpec {
@@ -106,6 +106,50 @@ fn restricted_without_ports_blocks_and_says_why() {
         p.narrowings
             .iter()
             .any(|n| n.reason.contains("filtering proxy"))
+    );
+}
+
+#[test]
+fn restricted_with_the_proxy_opens_only_the_proxy_port() {
+    let p = plan_with_proxy(&spec(NetworkMode::Restricted, vec![]), 7, Some(3128));
+    assert_eq!(p.net, NetPlan::TcpConnect(vec![3128]));
+    assert!(p.narrowings.is_empty(), "{:?}", p.narrowings);
+    // The network namespace confines the ports: no "reachable on every host" degradation.
+    assert!(
+        !p.degradations
+            .iter()
+            .any(|d| d.area == DegradationArea::Network),
+        "{:?}",
+        p.degradations
+    );
+    // The snapshot's own ports reach only the namespace's loopback; they stay allowed.
+    let p = plan_with_proxy(
+        &spec(NetworkMode::Restricted, vec![443, 3128]),
+        7,
+        Some(3128),
+    );
+    assert_eq!(p.net, NetPlan::TcpConnect(vec![443, 3128]));
+}
+
+#[test]
+fn the_proxy_is_only_for_restricted() {
+    for mode in [NetworkMode::Disabled, NetworkMode::Enabled] {
+        let with = plan_with_proxy(&spec(mode, vec![]), 7, Some(3128));
+        let without = plan(&spec(mode, vec![]), 7);
+        assert_eq!(with, without, "{mode:?}");
+    }
+}
+
+#[test]
+fn restricted_with_the_proxy_on_an_old_kernel_relies_on_the_namespace_and_says_so() {
+    let p = plan_with_proxy(&spec(NetworkMode::Restricted, vec![]), 3, Some(3128));
+    assert_eq!(p.net, NetPlan::AllowAll);
+    assert!(
+        p.degradations
+            .iter()
+            .any(|d| d.area == DegradationArea::Network && d.reason.contains("no TCP port rules")),
+        "{:?}",
+        p.degradations
     );
 }
 

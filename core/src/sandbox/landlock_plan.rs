@@ -81,7 +81,7 @@ pub fn plan_with_proxy(spec: &SandboxSpec, abi: u32, proxy: Option<u16>) -> Land
         (NetworkMode::Restricted, true) => {
             narrowings.push(Degradation::new(
                 DegradationArea::Network,
-                "a domain allow-list needs the egress proxy, which needs a network namespace \
+                "a domain allow-list needs turngate's filtering proxy, which needs a network namespace \
                  (unavailable here); all network egress is blocked (grant TCP ports to open some)",
             ));
             NetPlan::BlockAll

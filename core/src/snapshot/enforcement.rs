@@ -271,8 +271,9 @@ pub(crate) fn status(
             }
         }
         // On Linux with user namespaces the egress proxy enforces the domain allow-list
-        // (DESIGN §13): the ports reach only the command's own loopback.
-        let proxied = backend == SandboxBackendKind::Nono && p.user_namespaces;
+        // (DESIGN §13): the ports reach only the command's own loopback. Unrestricted
+        // sandboxes use no namespaces, so no proxy either.
+        let proxied = backend == SandboxBackendKind::Nono && p.user_namespaces && needs.filesystem;
         if network.mode == NetworkMode::Restricted
             && !network.allowed_domains.is_empty()
             && !network.allowed_tcp_ports.is_empty()
