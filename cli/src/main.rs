@@ -309,7 +309,10 @@ fn resolve_turn_with(
         for host in allow_net {
             layer = layer.allow_net(host);
         }
-        // A layer without defaults: `network` there is deny, which only tightens.
+        // The layer's own network default is the loosest, so the merge (the stricter default
+        // wins) keeps the mode's and the policy file's: a host not granted still asks where
+        // it asked (DESIGN §13), and stays denied where it was denied.
+        layer.defaults.network = turngate::Effect::Allow;
         policy = Some(match policy {
             Some(p) => p.merge(layer),
             None => layer,

@@ -1,0 +1,1017 @@
+//! End to end through `turngate run --net restricted`: the egress proxy (DESIGN §13).
+//!
+//! Real sandboxed children (curl, Python's urllib, raw sockets) against real local servers the
+//! test runs; no internet. The assertions are what the child got (a body, a 403 naming the
+//! reason, the kernel's errno) and what each server saw (requests, their `Host`, or no
+//! connection at all). Each test runs as root and as the unprivileged `tgsbx` (through
+//! `setpriv`), like the namespace layer's tests.
+//!
+//! The tests that need a host outside loopback (an ask the approver answers, a name that
+//! resolves to loopback) run in a private network namespace the test thread enters, with
+//! `11.0.0.1` on its loopback device, and turngate in a private mount namespace whose
+//! `/etc/hosts` names the test hosts. The machine's own network and files are untouched.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![cfg(target_os = "linux")]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_turngate")
+}
+
+/// One line per `OP|ARG|...` argument.
+const PROBE: &str = r#"
+import sys, os, errno, socket, time, urllib.request, urllib.error, ssl
+
+PROXY = ("127.0.0.1", int(os.environ.get("HTTP_PROXY", "http://127.0.0.1:0").rsplit(":", 1)[1]))
+
+def head_of(sock, limit=1 << 20):
+    data = b""
+    while b"\r\n\r\n" not in data and len(data) < limit:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+def response(sock):
+    data = head_of(sock)
+    if not data:
+        return "CLOSED"
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = lines[0].split(" ")[1] if " " in lines[0] else lines[0]
+    length = 0
+    for line in lines[1:]:
+        k, _, v = line.partition(":")
+        if k.strip().lower() == "content-length":
+            length = int(v.strip())
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+    body = rest[:length].decode("utf-8", "replace").strip().replace("\n", " ")
+    return f"STATUS {status} {body}".strip()
+
+def run(op, args):
+    if op == "direct":
+        socket.create_connection(("127.0.0.1", int(args[0])), timeout=3).close()
+        return "OK"
+    if op == "udp":
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.sendto(b"x", (args[0], int(args[1])))
+        return "OK"
+    if op == "dns":
+        try:
+            socket.getaddrinfo(args[0], 80)
+            return "OK"
+        except socket.gaierror as e:
+            return "GAIERROR"
+    if op == "dnsraw":
+        # A DNS query straight to a resolver, as a tool that ignores the proxy would send it.
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.settimeout(2)
+        s.sendto(b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01", (args[0], 53))
+        s.recv(512)
+        return "OK"
+    if op == "raw":
+        socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+        return "OK"
+    if op == "urllib":
+        ctx = ssl.create_default_context(cafile=args[1]) if len(args) > 1 else None
+        try:
+            body = urllib.request.urlopen(args[0], timeout=20, context=ctx).read()
+            return "BODY " + body.decode().strip()
+        except urllib.error.HTTPError as e:
+            return f"HTTP {e.code} " + e.read().decode().strip()
+    if op == "connect":
+        s = socket.create_connection(PROXY, timeout=10)
+        s.sendall(f"CONNECT {args[0]} HTTP/1.1\r\nHost: {args[0]}\r\n\r\n".encode())
+        return response(s)
+    if op == "send":
+        # Raw requests on one kept-alive connection to the proxy, each answered in turn.
+        s = socket.create_connection(PROXY, timeout=10)
+        out = []
+        for req in args:
+            s.sendall(req.replace("\\r\\n", "\r\n").encode())
+            out.append(response(s))
+        return " / ".join(out)
+    if op == "bighead":
+        s = socket.create_connection(PROXY, timeout=10)
+        req = f"GET {args[0]} HTTP/1.1\r\nHost: x\r\nX-Big: " + "a" * (200 * 1024) + "\r\n\r\n"
+        try:
+            s.sendall(req.encode())
+        except OSError:
+            pass
+        try:
+            return response(s)
+        except OSError:
+            return "CLOSED"
+    if op == "slow":
+        # Slowloris: half a request head, then silence. Other clients are still served,
+        # and the proxy hangs up on the slow one.
+        slow = socket.create_connection(PROXY, timeout=30)
+        slow.sendall(f"GET {args[0]} HTTP/1.1\r\nHost: x\r\n".encode())
+        served = urllib.request.urlopen(args[0], timeout=10).read().decode().strip()
+        start = time.monotonic()
+        try:
+            left = slow.recv(65536)
+        except OSError:
+            left = b""
+        waited = time.monotonic() - start
+        ended = "CLOSED" if waited < 25 else "STILL_OPEN"
+        status = left.split(b"\r\n")[0].decode("latin-1") if left else ""
+        return f"SERVED {served} SLOW {ended} {status}".strip()
+    raise SystemExit("unknown op " + op)
+
+for spec in sys.argv[1:]:
+    op, *args = spec.split("|")
+    try:
+        print(run(op, args))
+    except OSError as e:
+        print("ERRNO", errno.errorcode.get(e.errno, e.errno) if e.errno else type(e).__name__)
+    sys.stdout.flush()
+"#;
+
+/// The shell commands are allowed by policy: every network ask in these tests is the proxy's.
+const POLICY: &str = r#"
+[defaults]
+network = "ask"
+
+[[layers]]
+name = "egress-test"
+
+[[layers.rules]]
+kind = "shell_command"
+effect = "allow"
+pattern = "*"
+"#;
+
+const USER: &str = "tgsbx";
+
+fn test_user() -> (u32, u32) {
+    // SAFETY: geteuid cannot fail.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "these tests create an unprivileged user and need root"
+    );
+    let id = |flag: &str| {
+        Command::new("id")
+            .args([flag, USER])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+            })
+    };
+    if id("-u").is_none() {
+        let status = Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                USER,
+            ])
+            .status()
+            .expect("useradd");
+        assert!(
+            status.success() || status.code() == Some(9),
+            "useradd {USER}: {status}"
+        );
+    }
+    (id("-u").expect("uid"), id("-g").expect("gid"))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Who {
+    Root,
+    User,
+}
+
+const BOTH: [Who; 2] = [Who::Root, Who::User];
+
+/// A local HTTP server: answers every request with `from-<name>` and records what it saw.
+#[derive(Clone)]
+struct Server {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+    heads: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    fn start(ip: &str, name: &str) -> Server {
+        let listener = TcpListener::bind((ip, 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = Server {
+            port,
+            connections: Arc::default(),
+            heads: Arc::default(),
+        };
+        let seen = server.clone();
+        let body = format!("from-{name}\n");
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                seen.connections.fetch_add(1, Ordering::SeqCst);
+                let heads = seen.heads.clone();
+                let body = body.clone();
+                std::thread::spawn(move || serve(stream, &heads, &body));
+            }
+        });
+        server
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+}
+
+fn serve(stream: TcpStream, heads: &Mutex<Vec<String>>, body: &str) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut stream = stream;
+    loop {
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            if line == "\r\n" {
+                break;
+            }
+            head.push_str(&line);
+        }
+        heads.lock().unwrap().push(head);
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nContent-Type: text/plain\r\n\r\n{body}",
+            body.len()
+        );
+        if stream.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+struct Env {
+    _base: tempfile::TempDir,
+    who: Who,
+    ids: Option<(u32, u32)>,
+    root: PathBuf,
+    workspace: PathBuf,
+    state: PathBuf,
+    home: PathBuf,
+    /// A hosts file for [`Env::command_with_hosts`].
+    hosts: PathBuf,
+}
+
+impl Env {
+    fn new(who: Who) -> Env {
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path().canonicalize().unwrap();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let [workspace, state, home] = ["workspace", "state", "home"].map(|d| root.join(d));
+        for dir in [&workspace, &state, &home] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        std::fs::write(workspace.join("probe.py"), PROBE).unwrap();
+        std::fs::write(state.join("policy.toml"), POLICY).unwrap();
+        let hosts = state.join("hosts");
+        std::fs::write(
+            &hosts,
+            "127.0.0.1 localhost\n::1 localhost\n11.0.0.1 pkg.test\n127.0.0.1 rebind.test\n",
+        )
+        .unwrap();
+        let ids = (who == Who::User).then(test_user);
+        if let Some((uid, gid)) = ids {
+            for p in [&root, &workspace, &state, &home] {
+                std::os::unix::fs::chown(p, Some(uid), Some(gid)).unwrap();
+            }
+            for f in ["probe.py"] {
+                std::os::unix::fs::chown(workspace.join(f), Some(uid), Some(gid)).unwrap();
+            }
+        }
+        Env {
+            _base: base,
+            who,
+            ids,
+            root,
+            workspace,
+            state,
+            home,
+            hosts,
+        }
+    }
+
+    fn store(&self) -> String {
+        self.state.join("audit.db").display().to_string()
+    }
+
+    fn report_path(&self) -> PathBuf {
+        self.state.join("report.json")
+    }
+
+    /// `turngate run --mode auto_accept_edits --net restricted ... -- ARGV` as this user.
+    fn args(&self, approver: &str, allow: &[String], argv: &[&str]) -> Vec<String> {
+        let mut args: Vec<String> = vec![
+            "run".into(),
+            "--mode".into(),
+            "auto_accept_edits".into(),
+            "--net".into(),
+            "restricted".into(),
+            "--policy".into(),
+            self.state.join("policy.toml").display().to_string(),
+            "--approver".into(),
+            approver.into(),
+            "--turn".into(),
+            "egress-turn".into(),
+            "--workspace".into(),
+            self.workspace.display().to_string(),
+            "--store".into(),
+            self.store(),
+            "--sandbox-report".into(),
+            self.report_path().display().to_string(),
+        ];
+        for host in allow {
+            args.push("--allow-net".into());
+            args.push(host.clone());
+        }
+        args.push("--".into());
+        args.extend(argv.iter().map(|s| s.to_string()));
+        args
+    }
+
+    /// The program and arguments that run `turngate ARGS` as this environment's user.
+    fn as_user(&self, args: Vec<String>) -> Vec<String> {
+        let mut full = Vec::new();
+        if let Some((uid, gid)) = self.ids {
+            full.extend([
+                "setpriv".to_owned(),
+                format!("--reuid={uid}"),
+                format!("--regid={gid}"),
+                "--clear-groups".to_owned(),
+                "--".to_owned(),
+            ]);
+        }
+        full.push(bin().to_owned());
+        full.extend(args);
+        full
+    }
+
+    fn finish(&self, mut cmd: Command) -> Command {
+        cmd.current_dir(&self.workspace)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &self.home)
+            .env("LANG", "C")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    fn command(&self, approver: &str, allow: &[String], argv: &[&str]) -> Command {
+        let full = self.as_user(self.args(approver, allow, argv));
+        let mut cmd = Command::new(&full[0]);
+        cmd.args(&full[1..]);
+        self.finish(cmd)
+    }
+
+    /// [`Env::command`] in a private mount namespace whose `/etc/hosts` is the test's.
+    fn command_with_hosts(&self, approver: &str, allow: &[String], argv: &[&str]) -> Command {
+        let full = self.as_user(self.args(approver, allow, argv));
+        let mut cmd = Command::new("unshare");
+        cmd.args(["--mount", "--propagation", "private", "--", "sh", "-c"])
+            .arg("mount --bind \"$0\" /etc/hosts && exec \"$@\"")
+            .arg(&self.hosts)
+            .args(&full);
+        self.finish(cmd)
+    }
+
+    fn probe(&self, allow: &[String], ops: &[String]) -> Vec<String> {
+        let mut argv = vec!["python3", "probe.py"];
+        argv.extend(ops.iter().map(String::as_str));
+        lines(
+            &self.command("deny", allow, &argv).output().unwrap(),
+            self.who,
+        )
+    }
+
+    fn report(&self) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(self.report_path()).unwrap()).unwrap()
+    }
+
+    /// The turn's timeline rows (`turngate audit --json`).
+    fn audit(&self) -> Vec<serde_json::Value> {
+        let out = Command::new(bin())
+            .args([
+                "audit",
+                "--json",
+                "--turn",
+                "egress-turn",
+                "--store",
+                &self.store(),
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn proxy_rows(&self) -> Vec<serde_json::Value> {
+        self.audit()
+            .into_iter()
+            .filter(|r| r["tool_name"] == "sandbox-proxy")
+            .collect()
+    }
+}
+
+fn lines(out: &Output, who: Who) -> Vec<String> {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{who:?}: the command failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn namespaces_available() -> bool {
+    let ok = Command::new("unshare")
+        .args(["--user", "--net", "--fork", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "this machine has no unprivileged user and network namespaces; the egress proxy cannot \
+         be tested here"
+    );
+    ok
+}
+
+/// Run `f` on a thread in a fresh network namespace with `11.0.0.1` (a public address to the
+/// checker) on its loopback; servers it binds and commands it spawns live there.
+fn in_private_network<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::spawn(move || {
+        // SAFETY: unshare on this thread only (the network namespace is per thread).
+        assert_eq!(
+            unsafe { libc::unshare(libc::CLONE_NEWNET) },
+            0,
+            "unshare(CLONE_NEWNET)"
+        );
+        for args in [
+            &["link", "set", "lo", "up"][..],
+            &["addr", "add", "11.0.0.1/32", "dev", "lo"][..],
+        ] {
+            let status = Command::new("ip").args(args).status().unwrap();
+            assert!(status.success(), "ip {args:?}");
+        }
+        f()
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn allowed_hosts_are_reached_through_the_proxy_and_nothing_else_is() {
+    assert!(namespaces_available());
+    for who in BOTH {
+        let env = Env::new(who);
+        let allowed = Server::start("127.0.0.1", "allowed");
+        let other = Server::start("127.0.0.1", "other");
+        let host_service = Server::start("127.0.0.1", "host-service");
+        let allow = vec![format!("127.0.0.1:{}", allowed.port)];
+        let (p1, p2, p3) = (allowed.port, other.port, host_service.port);
+        let script = format!(
+            "curl -sS http://127.0.0.1:{p1}/curl; \
+             python3 probe.py 'urllib|http://127.0.0.1:{p1}/urllib'; \
+             curl -sS -w ' %{{http_code}}' http://127.0.0.1:{p2}/; echo; \
+             python3 probe.py 'urllib|http://127.0.0.1:{p2}/' 'direct|{p1}' 'direct|{p3}' \
+               'udp|127.0.0.1|{p1}' 'udp|8.8.8.8|53' 'dnsraw|8.8.8.8' 'dns|example.com' 'raw'; \
+             env | grep -c -i '^[a-z_]*proxy=http://127.0.0.1:3128$'"
+        );
+        let out = env
+            .command("deny", &allow, &["sh", "-c", &script])
+            .output()
+            .unwrap();
+        let got = lines(&out, who);
+        let refused = format!(
+            "turngate egress proxy: connection to 127.0.0.1:{p2} refused: deny (localhost_blocked) \
+             in layer `sandbox.network`"
+        );
+        assert_eq!(
+            got,
+            vec![
+                "from-allowed".to_owned(),
+                "BODY from-allowed".to_owned(),
+                refused.clone(),
+                " 403".to_owned(),
+                format!("HTTP 403 {refused}"),
+                // The command's namespace has loopback only, and Landlock lets it connect to
+                // the proxy's port alone; UDP and raw sockets are refused by seccomp.
+                "ERRNO EACCES".to_owned(),
+                "ERRNO EACCES".to_owned(),
+                "ERRNO EPERM".to_owned(),
+                "ERRNO EPERM".to_owned(),
+                "ERRNO EPERM".to_owned(),
+                "GAIERROR".to_owned(),
+                "ERRNO EPERM".to_owned(),
+                "6".to_owned(),
+            ],
+            "{who:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(allowed.connections(), 2, "{who:?}");
+        assert_eq!(
+            other.connections(),
+            0,
+            "{who:?}: the refused server saw a connection"
+        );
+        assert_eq!(host_service.connections(), 0, "{who:?}");
+        let report = env.report();
+        assert!(
+            report["detail"].as_str().unwrap().contains("egress proxy"),
+            "{report}"
+        );
+        assert!(
+            report["namespaces"]
+                .as_array()
+                .unwrap()
+                .contains(&"network".into()),
+            "{report}"
+        );
+        // One audit row per decision: two allowed connections, two refused ones.
+        let rows = env.proxy_rows();
+        let denied: Vec<_> = rows.iter().filter(|r| r["decision"] == "deny").collect();
+        assert_eq!(denied.len(), 2, "{rows:#?}");
+        assert!(
+            denied
+                .iter()
+                .all(|r| r["target"] == format!("127.0.0.1:{p2}")),
+            "{rows:#?}"
+        );
+    }
+}
+
+#[test]
+fn https_goes_through_connect_end_to_end() {
+    assert!(namespaces_available());
+    for who in BOTH {
+        let env = Env::new(who);
+        // In the workspace, where the sandboxed client may read the CA (a `.pem` name there
+        // would be masked as a secret).
+        let cert = env.workspace.join("test-ca.txt");
+        let key = env.root.join("key.pem");
+        let status = Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+            ])
+            .args(["-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
+            .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        std::fs::set_permissions(&cert, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let tls = TlsServer::start(&cert, &key);
+        let allow = vec![format!("127.0.0.1:{}", tls.port)];
+        let url = format!("https://127.0.0.1:{}/secret", tls.port);
+        let ca = cert.display().to_string();
+        // The certificate is verified against the test's CA, not skipped: the TLS session ends
+        // at the server, whose key the proxy never had, so the proxy only carried ciphertext.
+        let script = format!(
+            "curl -sS --cacert {ca} {url}; python3 probe.py 'urllib|{url}|{ca}'; \
+             curl -sS -o /dev/null -w '%{{http_code}}\\n' {url}2 --cacert {ca} -v 2>&1 \
+               | grep -E -c 'CONNECT 127.0.0.1:{port} HTTP|SSL certificate verify ok|issuer: CN=127.0.0.1'",
+            port = tls.port
+        );
+        let out = env
+            .command("deny", &allow, &["sh", "-c", &script])
+            .output()
+            .unwrap();
+        let got = lines(&out, who);
+        assert_eq!(
+            got,
+            vec!["tls-secret-token", "BODY tls-secret-token", "3"],
+            "{who:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// A TLS server (Python's `ssl`) answering `tls-secret-token`.
+struct TlsServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl TlsServer {
+    fn start(cert: &Path, key: &Path) -> TlsServer {
+        let code = r#"
+import http.server, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"tls-secret-token\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+"#;
+        let mut child = Command::new("python3")
+            .arg("-c")
+            .arg(code)
+            .arg(cert)
+            .arg(key)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        TlsServer {
+            child,
+            port: line.trim().parse().unwrap(),
+        }
+    }
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn every_request_and_tunnel_is_checked_whatever_its_spelling() {
+    assert!(namespaces_available());
+    for who in BOTH {
+        let env = Env::new(who);
+        let allowed = Server::start("127.0.0.1", "allowed");
+        let other = Server::start("127.0.0.1", "other");
+        let (p1, p2) = (allowed.port, other.port);
+        let allow = vec![format!("127.0.0.1:{p1}")];
+        let get =
+            |url: &str, host: &str| format!("GET {url} HTTP/1.1\\r\\nHost: {host}\\r\\n\\r\\n");
+        let ops = vec![
+            // CONNECT to the denied port in odd spellings of loopback.
+            format!("connect|0x7f.1:{p2}"),
+            format!("connect|127.1:{p2}"),
+            format!("connect|2130706433:{p2}"),
+            format!("connect|[::ffff:127.0.0.1]:{p2}"),
+            format!("connect|[::1]:{p2}"),
+            format!("connect|localhost:{p2}"),
+            // The allowed address in an odd spelling is the same address.
+            format!("connect|0x7f.1:{p1}"),
+            // The Host header is not trusted: the URI decides, and Host is rewritten from it.
+            format!(
+                "send|{}",
+                get(
+                    &format!("http://127.0.0.1:{p2}/"),
+                    &format!("127.0.0.1:{p1}")
+                )
+            ),
+            format!(
+                "send|{}",
+                get(
+                    &format!("http://127.0.0.1:{p1}/"),
+                    &format!("127.0.0.1:{p2}")
+                )
+            ),
+            // A second request on a kept-alive connection is decided on its own.
+            format!(
+                "send|{}|{}",
+                get(&format!("http://127.0.0.1:{p1}/first"), "a"),
+                get(&format!("http://127.0.0.1:{p2}/second"), "b")
+            ),
+            // Origin-form (no host in the URI) is not proxied.
+            format!("send|{}", get("/", &format!("127.0.0.1:{p1}"))),
+            // A huge head is refused before anything is decided.
+            format!("bighead|http://127.0.0.1:{p1}/"),
+        ];
+        let got = env.probe(&allow, &ops);
+        let refused = |target: &str| {
+            format!(
+                "STATUS 403 turngate egress proxy: connection to {target} refused: deny \
+                 (localhost_blocked) in layer `sandbox.network`"
+            )
+        };
+        let want = vec![
+            refused(&format!("0x7f.1:{p2}")),
+            refused(&format!("127.1:{p2}")),
+            refused(&format!("2130706433:{p2}")),
+            refused(&format!("[::ffff:127.0.0.1]:{p2}")),
+            refused(&format!("[::1]:{p2}")),
+            refused(&format!("localhost:{p2}")),
+            "STATUS 200".to_owned(),
+            refused(&format!("127.0.0.1:{p2}")),
+            "STATUS 200 from-allowed".to_owned(),
+            format!(
+                "STATUS 200 from-allowed / {}",
+                refused(&format!("127.0.0.1:{p2}"))
+            ),
+            "STATUS 400 turngate egress proxy: only absolute http:// requests and CONNECT are \
+             proxied (https goes through CONNECT)"
+                .to_owned(),
+            "STATUS 431".to_owned(),
+        ];
+        assert_eq!(got, want, "{who:?}");
+        assert_eq!(
+            other.connections(),
+            0,
+            "{who:?}: the denied server was reached"
+        );
+        // The tunnel to 0x7f.1 and two forwarded requests reached the allowed server; each
+        // request it saw names it in Host, whatever the client sent.
+        let heads = allowed.heads();
+        assert_eq!(heads.len(), 2, "{heads:#?}");
+        for head in &heads {
+            assert!(
+                head.to_ascii_lowercase()
+                    .contains(&format!("host: 127.0.0.1:{p1}\r\n")),
+                "{who:?}: {head}"
+            );
+        }
+        assert_eq!(allowed.connections(), 3, "{who:?}");
+    }
+}
+
+#[test]
+fn a_slow_client_does_not_stall_the_proxy_and_is_cut_off() {
+    assert!(namespaces_available());
+    let env = Env::new(Who::User);
+    let allowed = Server::start("127.0.0.1", "allowed");
+    let allow = vec![format!("127.0.0.1:{}", allowed.port)];
+    let start = Instant::now();
+    let got = env.probe(
+        &allow,
+        &[format!("slow|http://127.0.0.1:{}/", allowed.port)],
+    );
+    // hyper hangs up on a head that takes longer than the proxy's header timeout.
+    assert_eq!(got, vec!["SERVED from-allowed SLOW CLOSED"]);
+    assert!(start.elapsed() < Duration::from_secs(40));
+}
+
+#[test]
+fn an_unknown_host_asks_and_allow_for_turn_holds_for_the_next_connection() {
+    assert!(namespaces_available());
+    for who in BOTH {
+        let (got, rows, connections, pending_seen) = in_private_network(move || {
+            let env = Env::new(who);
+            let server = Server::start("11.0.0.1", "pkg");
+            let p = server.port;
+            let script = format!(
+                "curl -sS http://pkg.test:{p}/one; python3 probe.py 'urllib|http://pkg.test:{p}/two'"
+            );
+            let mut child = env
+                .command_with_hosts("defer", &[], &["sh", "-c", &script])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            // The first connection waits on a pending request: resolve it from another process.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let pending = loop {
+                let out = Command::new(bin())
+                    .args(["approvals", "list", "--json", "--store", &env.store()])
+                    .output()
+                    .unwrap();
+                let list: serde_json::Value =
+                    serde_json::from_slice(&out.stdout).unwrap_or_default();
+                if let Some(first) = list.as_array().and_then(|a| a.first()).cloned() {
+                    break first;
+                }
+                assert!(Instant::now() < deadline, "no approval request was opened");
+                std::thread::sleep(Duration::from_millis(100));
+            };
+            let id = pending["request"]["id"].as_str().unwrap().to_owned();
+            let status = Command::new(bin())
+                .args([
+                    "approvals",
+                    "resolve",
+                    &id,
+                    "allow_for_turn",
+                    "--store",
+                    &env.store(),
+                ])
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success());
+            let mut stdout = String::new();
+            child
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_string(&mut stdout)
+                .unwrap();
+            let mut stderr = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut stderr)
+                .unwrap();
+            assert!(child.wait().unwrap().success(), "{stderr}");
+            let got: Vec<String> = stdout.lines().map(str::to_owned).collect();
+            (got, env.proxy_rows(), server.connections(), pending)
+        });
+        assert_eq!(got, vec!["from-pkg", "BODY from-pkg"], "{who:?}");
+        assert_eq!(connections, 2, "{who:?}");
+        assert_eq!(pending_seen["action"]["kind"], "network", "{pending_seen}");
+        assert_eq!(
+            pending_seen["action"]["tool"], "sandbox-proxy",
+            "{pending_seen}"
+        );
+        // One ask, resolved for the turn; the second connection used the grant, no prompt.
+        let asks = rows
+            .iter()
+            .filter(|r| r["kind"] == "approval_requested")
+            .count();
+        assert_eq!(asks, 1, "{who:?}: {rows:#?}");
+        assert!(
+            rows.iter()
+                .any(|r| r["cached_approval_used"] == true && r["decision"] == "allow_for_turn"),
+            "{who:?}: {rows:#?}"
+        );
+    }
+}
+
+#[test]
+fn an_ask_answered_deny_is_a_403_and_audited() {
+    assert!(namespaces_available());
+    for who in BOTH {
+        let (got, rows, connections) = in_private_network(move || {
+            let env = Env::new(who);
+            let server = Server::start("11.0.0.1", "pkg");
+            let p = server.port;
+            let out = env
+                .command_with_hosts(
+                    "deny",
+                    &[],
+                    &[
+                        "python3",
+                        "probe.py",
+                        &format!("urllib|http://pkg.test:{p}/"),
+                    ],
+                )
+                .output()
+                .unwrap();
+            (lines(&out, who), env.proxy_rows(), server.connections())
+        });
+        assert_eq!(connections, 0, "{who:?}");
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(
+            got[0].starts_with("HTTP 403 turngate egress proxy: connection to pkg.test:")
+                && got[0].contains("denied by DenyAll"),
+            "{who:?}: {got:?}"
+        );
+        let denied: Vec<_> = rows.iter().filter(|r| r["decision"] == "deny").collect();
+        assert!(!denied.is_empty(), "{who:?}: {rows:#?}");
+        assert!(
+            denied
+                .iter()
+                .all(|r| r["target"].as_str().unwrap().starts_with("pkg.test:")),
+            "{rows:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_name_that_resolves_to_loopback_is_refused_after_its_one_resolution() {
+    assert!(namespaces_available());
+    for who in BOTH {
+        let (got, loopback_connections, rows) = in_private_network(move || {
+            let env = Env::new(who);
+            let local = Server::start("127.0.0.1", "loopback");
+            let p = local.port;
+            // The loopback port is allowed by IP; a name that resolves there is not that IP.
+            // The approver allows the ask, and the vetted DNS answer still refuses it.
+            let out = env
+                .command_with_hosts(
+                    "allow",
+                    &[format!("127.0.0.1:{p}")],
+                    &[
+                        "python3",
+                        "probe.py",
+                        &format!("urllib|http://rebind.test:{p}/"),
+                        &format!("connect|rebind.test:{p}"),
+                        &format!("urllib|http://127.0.0.1:{p}/"),
+                    ],
+                )
+                .output()
+                .unwrap();
+            (lines(&out, who), local.connections(), env.proxy_rows())
+        });
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(
+            got[0].starts_with(&"HTTP 403 turngate egress proxy: connection to rebind.test:")
+                && got[0].contains("dns_refused"),
+            "{who:?}: {got:?}"
+        );
+        assert!(
+            got[1].starts_with("STATUS 403") && got[1].contains("dns_refused"),
+            "{who:?}: {got:?}"
+        );
+        assert_eq!(got[2], "BODY from-loopback", "{who:?}");
+        assert_eq!(
+            loopback_connections, 1,
+            "{who:?}: only the allowed IP reached it"
+        );
+        assert!(
+            rows.iter().any(|r| r["decision"] == "deny"
+                && r["reason"].as_str().unwrap().contains("dns_refused")),
+            "{rows:#?}"
+        );
+    }
+}
+
+#[test]
+fn without_a_network_namespace_restricted_blocks_everything_and_says_so() {
+    // turngate in a user namespace that may not create another one: no namespace layer.
+    let env = Env::new(Who::Root);
+    let server = Server::start("127.0.0.1", "allowed");
+    let allow = vec![format!("127.0.0.1:{}", server.port)];
+    let inner = env.command(
+        "deny",
+        &allow,
+        &["python3", "probe.py", &format!("direct|{}", server.port)],
+    );
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--user", "--map-root-user", "--", "sh", "-c"])
+        .arg("echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"")
+        .arg("sh")
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .current_dir(&env.workspace)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", &env.home);
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "ERRNO EPERM",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(server.connections(), 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "sandbox network narrowed: a domain allow-list needs turngate's filtering proxy"
+        ),
+        "{stderr}"
+    );
+    let report = env.report();
+    assert!(
+        report["narrowings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["reason"].as_str().unwrap().contains("filtering proxy")),
+        "{report}"
+    );
+}
