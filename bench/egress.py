@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""The egress proxy's figures (DESIGN §13), measured in one run and printed as one JSON object.
+
+    bench/egress.py TURNGATE_EXE [--srt SRT_EXE]
+
+A local HTTP server (this script, `socket.sendfile` of a sparse file, so it serves at kernel
+speed) on 127.0.0.1. Measured, interleaved round by round:
+
+- throughput: `curl -o /dev/null` of 1 GiB, directly over loopback (unconfined) vs inside
+  `turngate run --mode auto_accept_edits --net restricted --allow-net 127.0.0.1:P` through
+  the proxy (absolute-form HTTP), as curl's own `speed_download`;
+- connect latency: one small request per new connection, 200 in a row, by the same Python
+  client: directly vs through the proxy (each a new decision of the gate, audited). The added
+  latency is the difference of the medians.
+- with `--srt`, the same download through Anthropic's sandbox-runtime's proxy (the anchor).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import socketserver
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+SIZE = 1 << 30
+ROUNDS = 3
+REQUESTS = 200
+
+LATENCY_CLIENT = r"""
+import os, socket, sys, time, statistics
+host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+proxy = os.environ.get("HTTP_PROXY")
+if proxy:
+    addr = ("127.0.0.1", int(proxy.rsplit(":", 1)[1]))
+    target = f"http://{host}:{port}/small"
+else:
+    addr = (host, port)
+    target = "/small"
+req = f"GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode()
+times = []
+for _ in range(n):
+    t = time.perf_counter()
+    s = socket.create_connection(addr)
+    s.sendall(req)
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    times.append(time.perf_counter() - t)
+    assert data.startswith(b"HTTP/1.1 200"), data[:200]
+print(statistics.median(times) * 1e3)
+"""
+
+
+class Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        line = self.rfile.readline().decode("latin-1")
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+            pass
+        path = line.split(" ")[1] if " " in line else "/"
+        if path.endswith("/big"):
+            self.wfile.write(f"HTTP/1.1 200 OK\r\nContent-Length: {SIZE}\r\nConnection: close\r\n\r\n".encode())
+            self.wfile.flush()
+            with open(self.server.big, "rb") as f:  # type: ignore[attr-defined]
+                self.connection.sendfile(f)
+        else:
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n")
+
+
+class Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+
+def main() -> None:
+    turngate = sys.argv[1]
+    srt = sys.argv[sys.argv.index("--srt") + 1] if "--srt" in sys.argv else None
+    work = Path(tempfile.mkdtemp(prefix="turngate-egress-bench-"))
+    big = work / "big"
+    with open(big, "wb") as f:
+        f.truncate(SIZE)
+    ws = work / "ws"
+    ws.mkdir()
+    (ws / "lat.py").write_text(LATENCY_CLIENT)
+    policy = work / "policy.toml"
+    policy.write_text('[defaults]\nnetwork = "ask"\n\n[[layers]]\nname = "bench"\n\n'
+                      '[[layers.rules]]\nkind = "shell_command"\neffect = "allow"\npattern = "*"\n')
+    server = Server(("127.0.0.1", 0), Handler)
+    server.big = str(big)  # type: ignore[attr-defined]
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{port}/big"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "LANG": "C"}
+
+    def sandboxed(argv: list[str]) -> list[str]:
+        return [turngate, "run", "--mode", "auto_accept_edits", "--net", "restricted",
+                "--allow-net", f"127.0.0.1:{port}", "--policy", str(policy), "--approver", "deny",
+                "--workspace", str(ws), "--store", str(work / "audit.db"), "--", *argv]
+
+    def run(argv: list[str]) -> str:
+        r = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} failed: {r.stderr}")
+        return r.stdout.strip()
+
+    curl = ["curl", "-sS", "-o", "/dev/null", "-w", "%{speed_download}", url]
+    direct, proxied, srt_speed = [], [], []
+    srt_settings = work / "srt.json"
+    srt_settings.write_text(json.dumps({
+        "network": {"allowedDomains": ["127.0.0.1", "localhost"], "deniedDomains": [],
+                    "allowLocalBinding": False},
+        "filesystem": {"denyRead": [], "allowWrite": [str(ws)], "denyWrite": []},
+    }))
+    srt_error = ""
+    for _ in range(ROUNDS):
+        direct.append(float(run(["curl", "--noproxy", "*", *curl[1:]])))
+        proxied.append(float(run(sandboxed(curl))))
+        if srt and not srt_error:
+            try:
+                srt_speed.append(float(run([srt, "--settings", str(srt_settings), *curl])))
+            except (SystemExit, ValueError) as e:
+                srt_error = str(e)[:300]
+    lat_direct, lat_proxied = [], []
+    for _ in range(ROUNDS):
+        lat_direct.append(float(run(["python3", str(ws / "lat.py"), "127.0.0.1", str(port),
+                                     str(REQUESTS)])))
+        lat_proxied.append(float(run(sandboxed(["python3", "lat.py", "127.0.0.1", str(port),
+                                                str(REQUESTS)]))))
+    server.shutdown()
+    big.unlink()
+    out = {
+        "size_bytes": SIZE,
+        "rounds": ROUNDS,
+        "requests": REQUESTS,
+        "direct_bytes_per_s": direct,
+        "proxied_bytes_per_s": proxied,
+        "srt_bytes_per_s": srt_speed,
+        "srt_error": srt_error,
+        "latency_direct_ms": lat_direct,
+        "latency_proxied_ms": lat_proxied,
+        "throughput_ratio": statistics.median(proxied) / statistics.median(direct),
+        "added_latency_ms": statistics.median(lat_proxied) - statistics.median(lat_direct),
+    }
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
