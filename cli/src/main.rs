@@ -300,24 +300,12 @@ fn resolve_turn_with(
         Some(m) => Some(m.parse::<PermissionMode>()?),
         None => None,
     };
-    let mut policy = match &profile.policy {
+    let policy = match &profile.policy {
         Some(file) => Some(Policy::from_path(file)?),
         None => None,
     };
-    if !allow_net.is_empty() {
-        let mut layer = Policy::new().layer("cli");
-        for host in allow_net {
-            layer = layer.allow_net(host);
-        }
-        // The layer's own network default is the loosest, so the merge (the stricter default
-        // wins) keeps the mode's and the policy file's: a host not granted still asks where
-        // it asked (DESIGN §13), and stays denied where it was denied.
-        layer.defaults.network = turngate::Effect::Allow;
-        policy = Some(match policy {
-            Some(p) => p.merge(layer),
-            None => layer,
-        });
-    }
+    // `--allow-net` hosts go in as the context's allowed domains: the resolver adds them to
+    // the snapshot's allow-list and as allow rules (DESIGN §13).
     let selection =
         (mode.is_some() || policy.is_some()).then_some(TurnPermissionProfileSelection {
             mode,

@@ -187,6 +187,25 @@ pub fn resolve(
     if let Some(overlay) = selection.and_then(|s| s.policy.clone()) {
         effective_policy = effective_policy.merge(overlay);
     }
+    // Hosts granted for the turn are allow rules too (the host, and its subdomains as the
+    // allow-list covers them), in a layer whose network default is the loosest so the merge
+    // keeps the mode's: a host not granted still asks where it asked.
+    if !context.allowed_domains.is_empty() {
+        let mut layer = Policy::new().layer("allowed_domains");
+        for host in &context.allowed_domains {
+            layer = layer.allow_net(host.clone());
+            let named = crate::policy::normalize_network_target(host).ok();
+            if named.is_some_and(|t| {
+                t.ip.is_none()
+                    && crate::check::net::classify_name(&t.host)
+                        == crate::check::net::AddressClass::Public
+            }) {
+                layer = layer.allow_net(format!("*.{}", host.trim_start_matches("*.")));
+            }
+        }
+        layer.defaults.network = Effect::Allow;
+        effective_policy = effective_policy.merge(layer);
+    }
     // Fail closed on a policy that would not compile (bad glob), naming it now.
     effective_policy.compile()?;
 
