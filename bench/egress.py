@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import socketserver
 import statistics
@@ -102,10 +103,16 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}/big"
     env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "LANG": "C"}
 
-    def sandboxed(argv: list[str]) -> list[str]:
+    # The gate's audit store on this disk (the default), and on tmpfs where there is one:
+    # every decision is one audit row, committed (synchronous=FULL) before the connection.
+    shm = Path("/dev/shm")
+    tmpfs_store = (Path(tempfile.mkdtemp(prefix="turngate-egress-", dir=shm)) / "audit.db"
+                   if shm.is_dir() else None)
+
+    def sandboxed(argv: list[str], store: Path | None = None) -> list[str]:
         return [turngate, "run", "--mode", "auto_accept_edits", "--net", "restricted",
                 "--allow-net", f"127.0.0.1:{port}", "--policy", str(policy), "--approver", "deny",
-                "--workspace", str(ws), "--store", str(work / "audit.db"), "--", *argv]
+                "--workspace", str(ws), "--store", str(store or work / "audit.db"), "--", *argv]
 
     def run(argv: list[str]) -> str:
         r = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True)
@@ -114,28 +121,38 @@ def main() -> None:
         return r.stdout.strip()
 
     curl = ["curl", "-sS", "-o", "/dev/null", "-w", "%{speed_download}", url]
-    direct, proxied, srt_speed = [], [], []
+    # `-p`: the same download through a CONNECT tunnel (how HTTPS goes).
+    tunnel_curl = ["curl", "-p", *curl[1:]]
+    direct, proxied, tunneled, srt_speed = [], [], [], []
     srt_settings = work / "srt.json"
     srt_settings.write_text(json.dumps({
-        "network": {"allowedDomains": ["127.0.0.1", "localhost"], "deniedDomains": [],
+        "network": {"allowedDomains": [f"127.0.0.1:{port}"], "deniedDomains": [],
                     "allowLocalBinding": False},
         "filesystem": {"denyRead": [], "allowWrite": [str(ws)], "denyWrite": []},
     }))
     srt_error = ""
+    # A warm-up download (page cache, CPU frequency), not counted.
+    run(["curl", "--noproxy", "*", *curl[1:]])
     for _ in range(ROUNDS):
         direct.append(float(run(["curl", "--noproxy", "*", *curl[1:]])))
         proxied.append(float(run(sandboxed(curl))))
+        tunneled.append(float(run(sandboxed(tunnel_curl))))
         if srt and not srt_error:
             try:
-                srt_speed.append(float(run([srt, "--settings", str(srt_settings), *curl])))
+                # srt puts loopback in NO_PROXY; cleared so curl uses srt's proxy.
+                srt_speed.append(float(run([srt, "--settings", str(srt_settings), "--", "env",
+                                            "-u", "NO_PROXY", "-u", "no_proxy", *curl])))
             except (SystemExit, ValueError) as e:
                 srt_error = str(e)[:300]
-    lat_direct, lat_proxied = [], []
+    lat_direct, lat_proxied, lat_tmpfs = [], [], []
+    lat = ["python3", "lat.py", "127.0.0.1", str(port), str(REQUESTS)]
     for _ in range(ROUNDS):
-        lat_direct.append(float(run(["python3", str(ws / "lat.py"), "127.0.0.1", str(port),
-                                     str(REQUESTS)])))
-        lat_proxied.append(float(run(sandboxed(["python3", "lat.py", "127.0.0.1", str(port),
-                                                str(REQUESTS)]))))
+        lat_direct.append(float(run(["python3", str(ws / "lat.py"), *lat[2:]])))
+        lat_proxied.append(float(run(sandboxed(lat))))
+        if tmpfs_store:
+            lat_tmpfs.append(float(run(sandboxed(lat, tmpfs_store))))
+    if tmpfs_store:
+        shutil.rmtree(tmpfs_store.parent, ignore_errors=True)
     server.shutdown()
     big.unlink()
     out = {
@@ -144,11 +161,14 @@ def main() -> None:
         "requests": REQUESTS,
         "direct_bytes_per_s": direct,
         "proxied_bytes_per_s": proxied,
+        "tunneled_bytes_per_s": tunneled,
         "srt_bytes_per_s": srt_speed,
         "srt_error": srt_error,
         "latency_direct_ms": lat_direct,
         "latency_proxied_ms": lat_proxied,
+        "latency_proxied_tmpfs_store_ms": lat_tmpfs,
         "throughput_ratio": statistics.median(proxied) / statistics.median(direct),
+        "tunnel_throughput_ratio": statistics.median(tunneled) / statistics.median(direct),
         "added_latency_ms": statistics.median(lat_proxied) - statistics.median(lat_direct),
     }
     print(json.dumps(out))
