@@ -73,6 +73,15 @@ class Handler(socketserver.StreamRequestHandler):
             self.wfile.flush()
             with open(self.server.big, "rb") as f:  # type: ignore[attr-defined]
                 self.connection.sendfile(f)
+            # Half-close and wait for the client to hang up: a close with anything unread
+            # would reset the connection and drop the tail still in flight.
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(30)
+            try:
+                while self.connection.recv(65536):
+                    pass
+            except OSError:
+                pass
         else:
             self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n")
 
@@ -120,7 +129,15 @@ def main() -> None:
             raise SystemExit(f"{' '.join(argv)} failed: {r.stderr}")
         return r.stdout.strip()
 
-    curl = ["curl", "-sS", "-o", "/dev/null", "-w", "%{speed_download}", url]
+    curl = ["curl", "-sS", "-o", "/dev/null", "-w", "%{speed_download} %{size_download}", url]
+
+    def speed(out: str) -> float:
+        """curl's speed, once the whole body arrived."""
+        rate, size = out.split()
+        if int(size) != SIZE:
+            raise SystemExit(f"downloaded {size} bytes, not {SIZE}")
+        return float(rate)
+
     # `-p`: the same download through a CONNECT tunnel (how HTTPS goes).
     tunnel_curl = ["curl", "-p", *curl[1:]]
     direct, proxied, tunneled, srt_speed = [], [], [], []
@@ -134,13 +151,13 @@ def main() -> None:
     # A warm-up download (page cache, CPU frequency), not counted.
     run(["curl", "--noproxy", "*", *curl[1:]])
     for _ in range(ROUNDS):
-        direct.append(float(run(["curl", "--noproxy", "*", *curl[1:]])))
-        proxied.append(float(run(sandboxed(curl))))
-        tunneled.append(float(run(sandboxed(tunnel_curl))))
+        direct.append(speed(run(["curl", "--noproxy", "*", *curl[1:]])))
+        proxied.append(speed(run(sandboxed(curl))))
+        tunneled.append(speed(run(sandboxed(tunnel_curl))))
         if srt and not srt_error:
             try:
                 # srt puts loopback in NO_PROXY; cleared so curl uses srt's proxy.
-                srt_speed.append(float(run([srt, "--settings", str(srt_settings), "--", "env",
+                srt_speed.append(speed(run([srt, "--settings", str(srt_settings), "--", "env",
                                             "-u", "NO_PROXY", "-u", "no_proxy", *curl])))
             except (SystemExit, ValueError) as e:
                 srt_error = str(e)[:300]

@@ -702,7 +702,17 @@ impl Gate {
     /// The allowed action's target is the *checked* one (for files, the resolved absolute
     /// path): a tool must act on it, never on the relative path it was called with.
     pub async fn authorize(&self, inv: &ToolInvocation) -> Result<Authorization, GateError> {
-        let eval = self.evaluate_in_turn(&self.own, inv)?;
+        self.authorize_under(&self.own, inv).await
+    }
+
+    /// [`Gate::authorize`] under `under` (the gate's own snapshot, or a resumed request's
+    /// stored one, whose command's connections the egress proxy decides).
+    async fn authorize_under(
+        &self,
+        under: &Under,
+        inv: &ToolInvocation,
+    ) -> Result<Authorization, GateError> {
+        let eval = self.evaluate_in_turn(under, inv)?;
         let action = Action {
             kind: inv.kind,
             target: eval.target.clone(),
@@ -744,12 +754,13 @@ impl Gate {
                     remember: Vec::new(),
                 })
             }
-            Effect::Ask => self.ask(inv, action, eval.verdict).await,
+            Effect::Ask => self.ask(under, inv, action, eval.verdict).await,
         }
     }
 
     async fn ask(
         &self,
+        under: &Under,
         inv: &ToolInvocation,
         action: Action,
         verdict: Verdict,
@@ -805,12 +816,12 @@ impl Gate {
         let result = decide_and_check(
             self.approver.as_ref(),
             &ctx,
-            &self.own.policy,
+            &under.policy,
             Some(self.store.as_ref()),
-            Some(&self.own.snapshot),
+            Some(&under.snapshot),
         )
         .await?;
-        self.settle(&self.own, inv, ctx, result, None)
+        self.settle(under, inv, ctx, result, None)
     }
 
     /// Turn an approval result into an authorization: re-check an approved action through the
@@ -1264,7 +1275,7 @@ impl Gate {
         }
         // A `network = restricted` command's connections come back here through the egress
         // proxy, one decision each.
-        let egress = egress::GateEgress { gate: self };
+        let egress = egress::GateEgress { gate: self, under };
         Ok(SpawnResult::Ran(Box::new(
             self.runner.run_with_egress(request, &egress).await?,
         )))

@@ -7,10 +7,10 @@ use std::io;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use super::{Authorization, Gate, ToolInvocation, describe};
+use super::{Authorization, Gate, ToolInvocation, Under, describe};
 use crate::action::{ActionKind, Effect};
 use crate::approval::{Decision, TurnPermissionApprovalRequest};
-use crate::check::net::{Resolver, SystemResolver};
+use crate::check::net::{NetworkPolicyChecker, Resolver, SystemResolver};
 use crate::sandbox::egress::{BoxFuture, EgressDecider, EgressDecision};
 
 /// The tool name the proxy's actions carry.
@@ -22,6 +22,8 @@ const POLL: Duration = Duration::from_millis(100);
 /// The gate, deciding the proxy's connections.
 pub(super) struct GateEgress<'a> {
     pub(super) gate: &'a Gate,
+    /// The snapshot the command runs under (a resumed request's is its stored one).
+    pub(super) under: &'a Under,
 }
 
 impl std::fmt::Debug for GateEgress<'_> {
@@ -34,7 +36,7 @@ impl std::fmt::Debug for GateEgress<'_> {
 
 impl EgressDecider for GateEgress<'_> {
     fn decide<'a>(&'a self, authority: &'a str) -> BoxFuture<'a, EgressDecision> {
-        Box::pin(self.gate.decide_egress(authority))
+        Box::pin(self.gate.decide_egress(self.under, authority))
     }
 }
 
@@ -48,9 +50,9 @@ impl Resolver for Answered {
 }
 
 impl Gate {
-    async fn decide_egress(&self, authority: &str) -> EgressDecision {
+    async fn decide_egress(&self, under: &Under, authority: &str) -> EgressDecision {
         let inv = ToolInvocation::new(ActionKind::Network, authority).with_tool(PROXY_TOOL);
-        let auth = match self.authorize(&inv).await {
+        let auth = match self.authorize_under(under, &inv).await {
             Ok(Authorization::Deferred { request }) => self.await_resolution(&request).await,
             other => other,
         };
@@ -73,7 +75,7 @@ impl Gate {
         }
         // Resolve the approved target once (never before it was allowed: a name nobody
         // approved is not even looked up), vet every answer, connect to those only.
-        let checker = self.net_checker();
+        let checker = NetworkPolicyChecker::new(&under.snapshot.network, &under.policy);
         let check = checker.check(&action.target, Some(PROXY_TOOL));
         let ips = match check.target.as_ref() {
             Some(t) => match (t.ip, t.port) {
