@@ -91,7 +91,38 @@ fn view_spec(spec: &SandboxSpec, net: &NetPlan) -> ViewSpec {
         masks: spec.masks.clone(),
         empty_socket_dirs: !spec.network.allow_unix_sockets,
         network: matches!(net, NetPlan::BlockAll),
+        overlays: spec.review.clone().unwrap_or_default(),
     }
+}
+
+/// Under review, every writable turn root must be one of the overlays: a root bound writable
+/// as it is would take its writes unreviewed.
+fn check_review(spec: &SandboxSpec, view: &ViewSpec) -> Result<(), SandboxError> {
+    if spec.review.is_none() {
+        return Ok(());
+    }
+    if spec.mode == SandboxMode::Unrestricted {
+        return Err(SandboxError::Prepare(
+            "reviewable writes need the namespace layer, which the unrestricted sandbox mode \
+             does not use; nothing was run"
+                .into(),
+        ));
+    }
+    for grant in spec.effective_grants() {
+        if grant.access != FsAccess::Write || !spec.is_turn_root(&grant.path) {
+            continue;
+        }
+        let Ok(path) = std::fs::canonicalize(&grant.path) else {
+            continue;
+        };
+        if !view.overlays.iter().any(|o| o.root == path) {
+            return Err(SandboxError::Prepare(format!(
+                "the writable root {} has no review overlay; nothing was run",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn access_mode(access: FsAccess) -> AccessMode {
@@ -205,9 +236,11 @@ impl SandboxBackend for LinuxNonoBackend {
 
         let unix_filter = !spec.network.allow_unix_sockets && unix_filter::SUPPORTED;
         let (namespaces, masks, entered) = if spec.mode == SandboxMode::Unrestricted {
+            check_review(spec, &ViewSpec::default())?;
             (None, Vec::new(), Vec::new())
         } else {
             let view = view_spec(spec, &planned.net);
+            check_review(spec, &view)?;
             let (plan, missing) = NamespacePlan::new(&view, self.namespace_support())
                 .map_err(SandboxError::Prepare)?;
             degradations.extend(missing);

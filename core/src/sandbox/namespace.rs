@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use super::report::{Degradation, DegradationArea};
-use super::spec::{Mask, MaskKind};
+use super::spec::{Mask, MaskKind, ReviewLayer};
 
 // Mount API constants (linux/mount.h); stable kernel ABI, not all exported by `libc`.
 const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
@@ -170,6 +170,142 @@ fn probe_child() -> std::io::Result<NamespaceSupport> {
     let bits = u32::from_ne_bytes([msg[0], msg[1], msg[2], msg[3]]);
     let errno = i32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]]);
     Ok(NamespaceSupport::from_bits(bits, errno))
+}
+
+/// Whether an overlay can be mounted in a user namespace with its upper layer in `scratch`
+/// (a directory on the filesystem that will hold the upper dirs), and behaves as review needs:
+/// a whiteout for a deleted file and an opaque directory for a recreated one. A throwaway
+/// child tries it in its own namespaces; `scratch` is left empty. Kernels before 5.11 refuse
+/// an overlay in a user namespace; some filesystems cannot be its upper layer.
+pub fn probe_overlay(scratch: &Path) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+
+    let support = probe();
+    if !(support.user && support.mount) {
+        let why = std::io::Error::from_raw_os_error(support.errno.max(1));
+        return Err(format!("no user or mount namespace ({why})"));
+    }
+    let base = scratch.join(format!(".probe-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let io = |what: &str, e: std::io::Error| format!("overlay probe: {what}: {e}");
+    for dir in ["lower/d", "upper", "work"] {
+        std::fs::create_dir_all(base.join(dir)).map_err(|e| io("create", e))?;
+    }
+    std::fs::write(base.join("lower/f"), b"f").map_err(|e| io("create", e))?;
+    std::fs::write(base.join("lower/d/g"), b"g").map_err(|e| io("create", e))?;
+    let layer = ReviewLayer {
+        root: base.join("lower"),
+        upper: base.join("upper"),
+        work: base.join("work"),
+    };
+    let result = (|| {
+        let data = overlay_data(&layer)?;
+        let lower = cstring(&layer.root)?;
+        let file = cstring(&layer.root.join("f"))?;
+        let dir = cstring(&layer.root.join("d"))?;
+        let inner = cstring(&layer.root.join("d/g"))?;
+        let maps = IdMaps::current();
+        let (read_end, write_end) = super::runner::cloexec_pipe().map_err(|e| io("pipe", e))?;
+        let fd = write_end.as_raw_fd();
+        let mut cmd = std::process::Command::new("/");
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        // SAFETY: the hook runs between fork and exec and makes raw syscalls only on strings
+        // prepared above; it always ends in `_exit`.
+        unsafe {
+            cmd.pre_exec(move || {
+                let (step, err) = overlay_in_child(&maps, &lower, &data, &file, &dir, &inner);
+                let mut msg = [0u8; 8];
+                msg[..4].copy_from_slice(&step.to_ne_bytes());
+                msg[4..].copy_from_slice(&err.to_ne_bytes());
+                libc::write(fd, msg.as_ptr().cast(), msg.len());
+                libc::_exit(0);
+            });
+        }
+        let mut child = cmd.spawn().map_err(|e| io("spawn", e))?;
+        drop(write_end);
+        let mut msg = [0u8; 8];
+        // SAFETY: a live 8-byte buffer; every write end is closed once the child exits.
+        let n = unsafe { libc::read(read_end.as_raw_fd(), msg.as_mut_ptr().cast(), msg.len()) };
+        let _ = child.wait();
+        if n != 8 {
+            return Err("overlay probe: the child did not answer".to_owned());
+        }
+        let step = u32::from_ne_bytes([msg[0], msg[1], msg[2], msg[3]]);
+        let err = i32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]]);
+        if step == 0 {
+            return Ok(());
+        }
+        let what = match step {
+            1 => "create a user namespace",
+            2 => "write the id maps",
+            3 => "create a mount namespace",
+            4 => "mount an overlay in a user namespace (Linux 5.11 or later, and an upper \
+                  filesystem that supports user xattrs)",
+            5 => "delete a lower file through the overlay (whiteout)",
+            6 => "recreate a lower directory through the overlay (opaque directory)",
+            _ => "probe",
+        };
+        Err(format!(
+            "cannot {what}: {}",
+            std::io::Error::from_raw_os_error(err)
+        ))
+    })();
+    let _ = std::fs::remove_dir_all(&base);
+    result
+}
+
+/// The overlay probe's child side: `(0, 0)` or the failed step and its errno.
+fn overlay_in_child(
+    maps: &IdMaps,
+    lower: &std::ffi::CStr,
+    data: &std::ffi::CStr,
+    file: &std::ffi::CStr,
+    dir: &std::ffi::CStr,
+    inner: &std::ffi::CStr,
+) -> (u32, i32) {
+    // SAFETY (whole function): raw syscalls on NUL-terminated strings and scalars.
+    unsafe {
+        if libc::syscall(libc::SYS_unshare, libc::CLONE_NEWUSER) != 0 {
+            return (1, errno());
+        }
+        if let Err((_, e)) = maps.write_raw() {
+            return (2, e);
+        }
+        if libc::syscall(libc::SYS_unshare, libc::CLONE_NEWNS) != 0
+            || libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) != 0
+        {
+            return (3, errno());
+        }
+        if libc::mount(
+            c"overlay".as_ptr(),
+            lower.as_ptr(),
+            c"overlay".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            data.as_ptr().cast(),
+        ) != 0
+        {
+            return (4, errno());
+        }
+        if libc::unlink(file.as_ptr()) != 0 {
+            return (5, errno());
+        }
+        if libc::unlink(inner.as_ptr()) != 0
+            || libc::rmdir(dir.as_ptr()) != 0
+            || libc::mkdir(dir.as_ptr(), 0o755) != 0
+        {
+            return (6, errno());
+        }
+        (0, 0)
+    }
 }
 
 /// The probe's child side: `(bits, errno of the first failure)`.
@@ -415,15 +551,27 @@ enum MountOp {
     /// A fresh devpts instance.
     Devpts { path: CString },
     /// Bind `source` (an empty file) over `path`, read-only. `path` must still be the file
-    /// the walk judged (`dev`, `ino`; 0 skips the check).
+    /// the walk judged (`dev`, `ino`; 0 skips the check). Inside a reviewed root the overlay
+    /// reports its own device for a file it has not copied up: `overlay` names that root, whose
+    /// device is accepted too (the inode must still match).
     MaskFile {
         source: CString,
         path: CString,
         dev: u64,
         ino: u64,
+        overlay: Option<CString>,
     },
     /// An empty, unreadable, read-only tmpfs over the directory `path` (checked as above).
-    MaskDir { path: CString, dev: u64, ino: u64 },
+    MaskDir {
+        path: CString,
+        dev: u64,
+        ino: u64,
+        overlay: Option<CString>,
+    },
+    /// An overlay over the writable root `path` (its own lower layer); `data` holds the
+    /// options (`lowerdir`, `upperdir`, `workdir`, `userxattr`). Mounted before `/` is made
+    /// read-only: the overlay keeps a private writable clone of its upper layer's mount.
+    Overlay { path: CString, data: CString },
     /// Remove a file (the mask source, once every mask is mounted).
     Unlink { path: CString },
 }
@@ -447,6 +595,7 @@ impl MountOp {
                 format!("mask {}", s(path))
             }
             MountOp::Unlink { path } => format!("unlink {}", s(path)),
+            MountOp::Overlay { path, .. } => format!("overlay (review) on {}", s(path)),
         }
     }
 }
@@ -471,6 +620,8 @@ pub struct ViewSpec {
     pub empty_socket_dirs: bool,
     /// Whether to enter a network namespace (the network is blocked anyway).
     pub network: bool,
+    /// Reviewable writes: an overlay over each of these writable roots (empty: none).
+    pub overlays: Vec<ReviewLayer>,
 }
 
 /// Everything the child needs, prepared in the parent.
@@ -556,6 +707,13 @@ impl NamespacePlan {
                 format!("no IPC namespace{why}: SysV IPC and POSIX message queues are the host's"),
             ));
         }
+        if !view.overlays.is_empty() && !(support.user && support.mount) {
+            // Never unreviewed: without a mount namespace the writes would land in place.
+            return Err(format!(
+                "reviewable writes need a user and a mount namespace, which this machine does \
+                 not allow{why}; nothing was run"
+            ));
+        }
         if !support.user {
             return Ok((None, missing));
         }
@@ -632,8 +790,68 @@ pub(crate) fn step_name(step: u32) -> &'static str {
     }
 }
 
+/// The overlay's mount options for `layer`. Paths that the option parser would split (`,`
+/// between options, `:` between lower layers, `\\` escapes) are refused.
+fn overlay_data(layer: &ReviewLayer) -> Result<CString, String> {
+    let mut data = Vec::new();
+    for (key, path) in [
+        ("lowerdir", &layer.root),
+        ("upperdir", &layer.upper),
+        ("workdir", &layer.work),
+    ] {
+        let bytes = path.as_os_str().as_bytes();
+        if bytes.iter().any(|b| matches!(b, b',' | b':' | b'\\' | b'\n')) {
+            return Err(format!(
+                "cannot review {}: the path {} holds a character overlayfs options cannot \
+                 carry (`,`, `:`, `\\`)",
+                layer.root.display(),
+                path.display()
+            ));
+        }
+        if !data.is_empty() {
+            data.push(b',');
+        }
+        data.extend_from_slice(key.as_bytes());
+        data.push(b'=');
+        data.extend_from_slice(bytes);
+    }
+    // In a user namespace only `user.` xattrs can be written: without `userxattr` the
+    // overlay cannot mark a directory opaque, and `rm -rf dir` fails with EIO.
+    data.extend_from_slice(b",userxattr");
+    CString::new(data).map_err(|_| format!("path under {} has a NUL byte", layer.root.display()))
+}
+
 fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>, String> {
     let mut ops = vec![MountOp::MakePrivate];
+    // 0. Overlays over the reviewed roots, while `/` (and so their upper layers' mount) is
+    //    still writable. A root nested in another reviewed root is refused: its lower layer
+    //    would be the outer overlay, and its changes would be split between two upper dirs.
+    for layer in &view.overlays {
+        if view
+            .overlays
+            .iter()
+            .any(|o| o.root != layer.root && layer.root.starts_with(&o.root))
+        {
+            return Err(format!(
+                "cannot review {}: it lies inside the reviewed root {}",
+                layer.root.display(),
+                view.overlays
+                    .iter()
+                    .find(|o| o.root != layer.root && layer.root.starts_with(&o.root))
+                    .map_or_else(String::new, |o| o.root.display().to_string())
+            ));
+        }
+        ops.push(MountOp::Overlay {
+            path: cstring(&layer.root)?,
+            data: overlay_data(layer)?,
+        });
+    }
+    let overlay_of = |path: &Path| -> Result<Option<CString>, String> {
+        match view.overlays.iter().find(|o| path.starts_with(&o.root)) {
+            Some(o) => Ok(Some(cstring(&o.root)?)),
+            None => Ok(None),
+        }
+    };
     // 1. Clone the devices before /dev is covered.
     let mut devices = Vec::new();
     for (slot, name) in DEVICES.iter().enumerate() {
@@ -787,11 +1005,13 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
     }
     for mask in &hidden {
         let path = cstring(&mask.path)?;
+        let overlay = overlay_of(&mask.path)?;
         ops.push(if mask.dir {
             MountOp::MaskDir {
                 path,
                 dev: mask.dev,
                 ino: mask.ino,
+                overlay,
             }
         } else {
             MountOp::MaskFile {
@@ -799,6 +1019,7 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
                 path,
                 dev: mask.dev,
                 ino: mask.ino,
+                overlay,
             }
         });
         masks_out.push((*mask).clone());
@@ -967,8 +1188,9 @@ fn mount_op(op: &MountOp, slots: &mut [libc::c_int; SLOTS]) -> Result<(), i32> {
                 path,
                 dev,
                 ino,
+                overlay,
             } => {
-                let target = Fd(open_exact(path, *dev, *ino)?);
+                let target = Fd(open_exact(path, *dev, *ino, overlay.as_deref())?);
                 let mask = Fd(open_tree(libc::AT_FDCWD, source, 0)?);
                 set_attr(
                     mask.0,
@@ -979,8 +1201,13 @@ fn mount_op(op: &MountOp, slots: &mut [libc::c_int; SLOTS]) -> Result<(), i32> {
                 )?;
                 move_onto(mask.0, target.0)
             }
-            MountOp::MaskDir { path, dev, ino } => {
-                let target = Fd(open_exact(path, *dev, *ino)?);
+            MountOp::MaskDir {
+                path,
+                dev,
+                ino,
+                overlay,
+            } => {
+                let target = Fd(open_exact(path, *dev, *ino, overlay.as_deref())?);
                 // mount(2) onto the descriptor's magic link: exactly the directory opened,
                 // whatever its path has become since.
                 let mut link = [0u8; 32];
@@ -994,6 +1221,17 @@ fn mount_op(op: &MountOp, slots: &mut [libc::c_int; SLOTS]) -> Result<(), i32> {
                 ) as libc::c_long)
             }
             MountOp::Unlink { path } => ok(libc::unlink(path.as_ptr()) as libc::c_long),
+            MountOp::Overlay { path, data } => {
+                // The root itself must not have become a symlink since the plan was made.
+                let _target = Fd(open_exact(path, 0, 0, None)?);
+                ok(libc::mount(
+                    c"overlay".as_ptr(),
+                    path.as_ptr(),
+                    c"overlay".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV,
+                    data.as_ptr().cast(),
+                ) as libc::c_long)
+            }
         }
     }
 }
@@ -1024,8 +1262,14 @@ const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x0000_0040;
 
 /// Open `path` as an `O_PATH` descriptor without following any symlink on the way (the plan's
 /// paths are canonical, so a symlink there is a swap since the walk) and, when `ino` is not 0,
-/// check it is still the file the walk judged.
-fn open_exact(path: &std::ffi::CStr, dev: u64, ino: u64) -> Result<libc::c_int, i32> {
+/// check it is still the file the walk judged. `overlay`, when set, is the reviewed root the
+/// path lies in: that overlay's own device is accepted as well as `dev`.
+fn open_exact(
+    path: &std::ffi::CStr,
+    dev: u64,
+    ino: u64,
+    overlay: Option<&std::ffi::CStr>,
+) -> Result<libc::c_int, i32> {
     let how = OpenHow {
         flags: (libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64,
         mode: 0,
@@ -1055,7 +1299,20 @@ fn open_exact(path: &std::ffi::CStr, dev: u64, ino: u64) -> Result<libc::c_int, 
             unsafe { libc::close(fd) };
             return Err(e);
         }
-        if st.st_dev != dev || st.st_ino != ino {
+        let alt_dev = match overlay {
+            Some(root) => {
+                // SAFETY: a zeroed stat buffer on the stack and a NUL-terminated path.
+                let mut rst: libc::stat = unsafe { std::mem::zeroed() };
+                // SAFETY: as above.
+                if unsafe { libc::stat(root.as_ptr(), &mut rst) } == 0 {
+                    Some(rst.st_dev)
+                } else {
+                    None
+                }
+            }
+            None => None,
+        };
+        if (st.st_dev != dev && Some(st.st_dev) != alt_dev) || st.st_ino != ino {
             // SAFETY: as above.
             unsafe { libc::close(fd) };
             return Err(libc::ESTALE);
@@ -1103,7 +1360,7 @@ fn move_onto(mount: libc::c_int, target: libc::c_int) -> Result<(), i32> {
 /// opened without following symlinks, so a path swapped for a symlink since the plan was made
 /// fails (ELOOP) instead of binding whatever it now points to.
 fn bind_over_itself(path: &std::ffi::CStr, set: u64, clear: u64) -> Result<(), i32> {
-    let target = Fd(open_exact(path, 0, 0)?);
+    let target = Fd(open_exact(path, 0, 0, None)?);
     let tree = Fd(open_tree(target.0, c"", AT_RECURSIVE)?);
     let empty = libc::AT_EMPTY_PATH as libc::c_uint;
     match set_attr(tree.0, c"", empty | AT_RECURSIVE, set, clear) {
