@@ -92,7 +92,43 @@ fn view_spec(spec: &SandboxSpec, net: &NetPlan) -> ViewSpec {
         empty_socket_dirs: !spec.network.allow_unix_sockets,
         network: matches!(net, NetPlan::BlockAll),
         overlays: spec.review.clone().unwrap_or_default(),
+        overlay_rule_fds: Vec::new(),
     }
+}
+
+/// The descriptors open in this process (`/proc/self/fd`).
+fn open_fds() -> std::collections::HashSet<i32> {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Of the descriptors in `new`, the `O_PATH` ones open on the directory `root` (by device
+/// and inode): the Landlock rule descriptors nono prepared for it.
+fn rule_fds_for(root: &std::path::Path, new: &[i32]) -> Vec<i32> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(root) else {
+        return Vec::new();
+    };
+    new.iter()
+        .copied()
+        .filter(|&fd| {
+            // SAFETY: fcntl and fstat on a descriptor number; a closed one just fails.
+            let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+            if flags < 0 || flags & libc::O_PATH == 0 {
+                return false;
+            }
+            // SAFETY: a zeroed stat buffer on the stack.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: as above.
+            let ok = unsafe { libc::fstat(fd, &mut st) } == 0;
+            ok && st.st_dev == meta.dev() && st.st_ino == meta.ino()
+        })
+        .collect()
 }
 
 /// Under review, every writable turn root must be one of the overlays: a root bound writable
@@ -230,17 +266,28 @@ impl SandboxBackend for LinuxNonoBackend {
             caps = caps.set_ipc_mode(IpcMode::Full);
         }
 
+        let before = spec.review.is_some().then(open_fds);
         let prepared: PreparedLandlockSandbox =
             Sandbox::prepare_seccomp_with_abi(&caps, &abi, SeccompOpts::network_baseline())
                 .map_err(|e| SandboxError::Prepare(e.to_string()))?;
+        // The descriptors nono opened for the reviewed roots' rules (see `ViewSpec`).
+        let new_fds: Vec<i32> = match &before {
+            Some(before) => open_fds().difference(before).copied().collect(),
+            None => Vec::new(),
+        };
 
         let unix_filter = !spec.network.allow_unix_sockets && unix_filter::SUPPORTED;
         let (namespaces, masks, entered) = if spec.mode == SandboxMode::Unrestricted {
             check_review(spec, &ViewSpec::default())?;
             (None, Vec::new(), Vec::new())
         } else {
-            let view = view_spec(spec, &planned.net);
+            let mut view = view_spec(spec, &planned.net);
             check_review(spec, &view)?;
+            view.overlay_rule_fds = view
+                .overlays
+                .iter()
+                .map(|o| rule_fds_for(&o.root, &new_fds))
+                .collect();
             let (plan, missing) = NamespacePlan::new(&view, self.namespace_support())
                 .map_err(SandboxError::Prepare)?;
             degradations.extend(missing);

@@ -62,6 +62,7 @@ pub(crate) const STEP_CHDIR: u32 = 27;
 pub(crate) const STEP_PARENT_GONE: u32 = 28;
 pub(crate) const STEP_CAPS: u32 = 29;
 pub(crate) const STEP_UNIX_FILTER: u32 = 30;
+pub(crate) const STEP_OVERLAY_RULE: u32 = 31;
 pub(crate) const STEP_MOUNT_BASE: u32 = 100;
 
 /// Which namespaces an unprivileged process may create on this machine.
@@ -622,6 +623,11 @@ pub struct ViewSpec {
     pub network: bool,
     /// Reviewable writes: an overlay over each of these writable roots (empty: none).
     pub overlays: Vec<ReviewLayer>,
+    /// For each overlay, the descriptors of the Landlock path rules prepared for its root.
+    /// Landlock ignores a rule on a directory hidden by a mount, so once the overlay covers
+    /// the root, the child points these descriptors at the overlay's root instead (`dup3`),
+    /// before the ruleset is built from them.
+    pub overlay_rule_fds: Vec<Vec<i32>>,
 }
 
 /// Everything the child needs, prepared in the parent.
@@ -633,6 +639,8 @@ pub struct NamespacePlan {
     mount: bool,
     pid: bool,
     network: bool,
+    /// Each reviewed root and the Landlock rule descriptors to repoint at its overlay.
+    overlay_rules: Vec<(CString, Vec<i32>)>,
     /// The masks in force, for the report.
     pub(crate) masks: Vec<Mask>,
     /// The namespaces entered, by name, for the report.
@@ -744,6 +752,17 @@ impl NamespacePlan {
             flags |= libc::CLONE_NEWIPC;
             entered.push("ipc");
         }
+        let mut overlay_rules = Vec::new();
+        for (i, layer) in view.overlays.iter().enumerate() {
+            let fds = view.overlay_rule_fds.get(i).cloned().unwrap_or_default();
+            if fds.is_empty() {
+                return Err(format!(
+                    "no Landlock rule was prepared for the reviewed root {}",
+                    layer.root.display()
+                ));
+            }
+            overlay_rules.push((cstring(&layer.root)?, fds));
+        }
         Ok((
             Some(NamespacePlan {
                 flags,
@@ -752,6 +771,7 @@ impl NamespacePlan {
                 mount: support.mount,
                 pid: support.pid,
                 network,
+                overlay_rules,
                 masks,
                 entered,
             }),
@@ -786,6 +806,7 @@ pub(crate) fn step_name(step: u32) -> &'static str {
         STEP_PARENT_GONE => "parent_gone",
         STEP_CAPS => "drop_capabilities",
         STEP_UNIX_FILTER => "seccomp_filter",
+        STEP_OVERLAY_RULE => "overlay_landlock_rule",
         _ => "other",
     }
 }
@@ -1432,6 +1453,17 @@ impl NamespacePlan {
                 for (i, op) in self.ops.iter().enumerate() {
                     if let Err(e) = mount_op(op, &mut slots) {
                         return Err((STEP_MOUNT_BASE + i as u32, e));
+                    }
+                }
+                for (root, fds) in &self.overlay_rules {
+                    let fd = match open_exact(root, 0, 0, None) {
+                        Ok(fd) => Fd(fd),
+                        Err(e) => return Err((STEP_OVERLAY_RULE, e)),
+                    };
+                    for target in fds {
+                        if libc::dup3(fd.0, *target, libc::O_CLOEXEC) < 0 {
+                            return Err((STEP_OVERLAY_RULE, errno()));
+                        }
                     }
                 }
             }
