@@ -176,9 +176,9 @@ fn conflicts(root: &OwnedFd, root_path: &Path, changes: &[&Change]) -> Vec<Strin
                 .any(|c| c.kind == ChangeKind::Deleted && c.path == change.path);
             let parent = parent_of(&rel);
             let parent_added = added_dirs.contains(parent)
-                || changes.iter().any(|c| {
-                    c.kind == ChangeKind::Deleted && parent.starts_with(scan::rel(c))
-                });
+                || changes
+                    .iter()
+                    .any(|c| c.kind == ChangeKind::Deleted && parent.starts_with(scan::rel(c)));
             if deleted_here {
                 continue;
             }
@@ -211,7 +211,11 @@ fn conflicts(root: &OwnedFd, root_path: &Path, changes: &[&Change]) -> Vec<Strin
 /// One step already taken, and how to take it back.
 enum Undo {
     /// Move `staging/name` back to `parent/entry`.
-    Restore { parent: PathBuf, name: PathBuf, staged: String },
+    Restore {
+        parent: PathBuf,
+        name: PathBuf,
+        staged: String,
+    },
     /// Remove the directory `rel`.
     Rmdir { rel: PathBuf },
     /// Move `rel` back to `staging/staged`.
@@ -232,7 +236,12 @@ struct Applier<'a> {
 
 impl Applier<'_> {
     fn parent(&self, rel: &Path) -> std::io::Result<OwnedFd> {
-        fsx::open_beneath(&self.root, parent_of(rel), libc::O_PATH | libc::O_DIRECTORY, 0)
+        fsx::open_beneath(
+            &self.root,
+            parent_of(rel),
+            libc::O_PATH | libc::O_DIRECTORY,
+            0,
+        )
     }
 
     fn abs(&self, rel: &Path) -> String {
@@ -242,17 +251,39 @@ impl Applier<'_> {
     fn rollback(&mut self) {
         while let Some(step) = self.undo.pop() {
             let _ = match step {
-                Undo::Restore { parent, name, staged } => self.parent(&parent.join(&name)).and_then(|p| {
-                    fsx::rename_at(&self.staging, Path::new(&staged), &p, &name, RENAME_NOREPLACE)
+                Undo::Restore {
+                    parent,
+                    name,
+                    staged,
+                } => self.parent(&parent.join(&name)).and_then(|p| {
+                    fsx::rename_at(
+                        &self.staging,
+                        Path::new(&staged),
+                        &p,
+                        &name,
+                        RENAME_NOREPLACE,
+                    )
                 }),
                 Undo::Rmdir { rel } => self
                     .parent(&rel)
                     .and_then(|p| fsx::unlink_at(&p, name_of(&rel), libc::AT_REMOVEDIR)),
                 Undo::Unplace { rel, staged } => self.parent(&rel).and_then(|p| {
-                    fsx::rename_at(&p, name_of(&rel), &self.staging, Path::new(&staged), RENAME_NOREPLACE)
+                    fsx::rename_at(
+                        &p,
+                        name_of(&rel),
+                        &self.staging,
+                        Path::new(&staged),
+                        RENAME_NOREPLACE,
+                    )
                 }),
                 Undo::Exchange { rel, staged } => self.parent(&rel).and_then(|p| {
-                    fsx::rename_at(&self.staging, Path::new(&staged), &p, name_of(&rel), RENAME_EXCHANGE)
+                    fsx::rename_at(
+                        &self.staging,
+                        Path::new(&staged),
+                        &p,
+                        name_of(&rel),
+                        RENAME_EXCHANGE,
+                    )
                 }),
                 Undo::Chmod { rel, mode } => fsx::open_beneath(&self.root, &rel, libc::O_PATH, 0)
                     .and_then(|fd| fsx::chmod_fd(&fd, mode)),
@@ -347,7 +378,8 @@ pub(crate) fn apply(
     let mut opened = Vec::new();
     let mut conflicting = Vec::new();
     for root in &set.roots {
-        let fd = fsx::open_root(&root.path).map_err(|e| io(format!("open {}", root.path.display()), e))?;
+        let fd = fsx::open_root(&root.path)
+            .map_err(|e| io(format!("open {}", root.path.display()), e))?;
         let changes: Vec<&Change> = set.changes.iter().filter(|c| c.root == root.path).collect();
         conflicting.extend(conflicts(&fd, &root.path, &changes));
         opened.push((root, fd, changes));
@@ -398,7 +430,10 @@ fn apply_root<'a>(
     let staging_name = PathBuf::from(format!(".turngate-apply-{}", set.id));
     fsx::mkdir_at(&root, &staging_name, 0o700).map_err(|e| {
         io(
-            format!("create the staging directory {}", root_path.join(&staging_name).display()),
+            format!(
+                "create the staging directory {}",
+                root_path.join(&staging_name).display()
+            ),
             e,
         )
     })?;
@@ -422,7 +457,8 @@ fn apply_root<'a>(
 }
 
 fn apply_steps(a: &mut Applier, upper_path: &Path, changes: &[&Change]) -> Result<(), ChangeError> {
-    let upper = fsx::open_root(upper_path).map_err(|e| io(format!("open {}", upper_path.display()), e))?;
+    let upper =
+        fsx::open_root(upper_path).map_err(|e| io(format!("open {}", upper_path.display()), e))?;
     // 1. Stage every file and link (nothing in the workspace changes yet).
     let mut staged: Vec<Option<String>> = Vec::with_capacity(changes.len());
     for (n, change) in changes.iter().enumerate() {
@@ -435,8 +471,9 @@ fn apply_steps(a: &mut Applier, upper_path: &Path, changes: &[&Change]) -> Resul
             }
             (true, EntryType::Symlink) => {
                 let rel = scan::rel(change);
-                let parent = fsx::open_beneath(&upper, parent_of(&rel), libc::O_PATH | libc::O_DIRECTORY, 0)
-                    .map_err(|e| io(format!("open {} in the change set", change.path), e))?;
+                let parent =
+                    fsx::open_beneath(&upper, parent_of(&rel), libc::O_PATH | libc::O_DIRECTORY, 0)
+                        .map_err(|e| io(format!("open {} in the change set", change.path), e))?;
                 let target = fsx::readlink_at(&parent, name_of(&rel))
                     .map_err(|e| io(format!("readlink {}", change.path), e))?;
                 if Some(target.to_string_lossy().into_owned()) != change.link_target {
@@ -463,9 +500,17 @@ fn apply_steps(a: &mut Applier, upper_path: &Path, changes: &[&Change]) -> Resul
         }
         let rel = scan::rel(change);
         let trash = format!("old-{t}");
-        let parent = a.parent(&rel).map_err(|e| io(format!("open the directory of {}", a.abs(&rel)), e))?;
-        fsx::rename_at(&parent, name_of(&rel), &a.staging, Path::new(&trash), RENAME_NOREPLACE)
-            .map_err(|e| io(format!("delete {}", a.abs(&rel)), e))?;
+        let parent = a
+            .parent(&rel)
+            .map_err(|e| io(format!("open the directory of {}", a.abs(&rel)), e))?;
+        fsx::rename_at(
+            &parent,
+            name_of(&rel),
+            &a.staging,
+            Path::new(&trash),
+            RENAME_NOREPLACE,
+        )
+        .map_err(|e| io(format!("delete {}", a.abs(&rel)), e))?;
         a.undo.push(Undo::Restore {
             parent: parent_of(&rel).to_path_buf(),
             name: name_of(&rel).to_path_buf(),
@@ -480,8 +525,11 @@ fn apply_steps(a: &mut Applier, upper_path: &Path, changes: &[&Change]) -> Resul
             continue;
         }
         let rel = scan::rel(change);
-        let parent = a.parent(&rel).map_err(|e| io(format!("open the directory of {}", a.abs(&rel)), e))?;
-        fsx::mkdir_at(&parent, name_of(&rel), 0o700).map_err(|e| io(format!("create {}", a.abs(&rel)), e))?;
+        let parent = a
+            .parent(&rel)
+            .map_err(|e| io(format!("open the directory of {}", a.abs(&rel)), e))?;
+        fsx::mkdir_at(&parent, name_of(&rel), 0o700)
+            .map_err(|e| io(format!("create {}", a.abs(&rel)), e))?;
         a.undo.push(Undo::Rmdir { rel });
     }
     // 4. Files and links: a new path by a rename that never replaces, a modified one by an
@@ -490,17 +538,31 @@ fn apply_steps(a: &mut Applier, upper_path: &Path, changes: &[&Change]) -> Resul
         let change = changes[i];
         let Some(name) = &staged[i] else { continue };
         let rel = scan::rel(change);
-        let parent = a.parent(&rel).map_err(|e| io(format!("open the directory of {}", a.abs(&rel)), e))?;
+        let parent = a
+            .parent(&rel)
+            .map_err(|e| io(format!("open the directory of {}", a.abs(&rel)), e))?;
         if change.kind == ChangeKind::Modified {
-            fsx::rename_at(&a.staging, Path::new(name), &parent, name_of(&rel), RENAME_EXCHANGE)
-                .map_err(|e| io(format!("replace {}", a.abs(&rel)), e))?;
+            fsx::rename_at(
+                &a.staging,
+                Path::new(name),
+                &parent,
+                name_of(&rel),
+                RENAME_EXCHANGE,
+            )
+            .map_err(|e| io(format!("replace {}", a.abs(&rel)), e))?;
             a.undo.push(Undo::Exchange {
                 rel,
                 staged: name.clone(),
             });
         } else {
-            fsx::rename_at(&a.staging, Path::new(name), &parent, name_of(&rel), RENAME_NOREPLACE)
-                .map_err(|e| io(format!("create {}", a.abs(&rel)), e))?;
+            fsx::rename_at(
+                &a.staging,
+                Path::new(name),
+                &parent,
+                name_of(&rel),
+                RENAME_NOREPLACE,
+            )
+            .map_err(|e| io(format!("create {}", a.abs(&rel)), e))?;
             a.undo.push(Undo::Unplace {
                 rel,
                 staged: name.clone(),
@@ -513,7 +575,8 @@ fn apply_steps(a: &mut Applier, upper_path: &Path, changes: &[&Change]) -> Resul
         .iter()
         .copied()
         .filter(|c| {
-            c.kind == ChangeKind::ModeChanged || (c.kind == ChangeKind::Added && c.entry == EntryType::Dir)
+            c.kind == ChangeKind::ModeChanged
+                || (c.kind == ChangeKind::Added && c.entry == EntryType::Dir)
         })
         .collect();
     modes.sort_by_key(|c| std::cmp::Reverse(depth(c)));
@@ -524,7 +587,8 @@ fn apply_steps(a: &mut Applier, upper_path: &Path, changes: &[&Change]) -> Resul
             .map_err(|e| io(format!("open {}", a.abs(&rel)), e))?;
         let st = fsx::stat_fd(&fd).map_err(|e| io(format!("stat {}", a.abs(&rel)), e))?;
         let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
-        if is_dir != (change.entry == EntryType::Dir) || st.st_mode & libc::S_IFMT == libc::S_IFLNK {
+        if is_dir != (change.entry == EntryType::Dir) || st.st_mode & libc::S_IFMT == libc::S_IFLNK
+        {
             return Err(ChangeError::Conflicts {
                 id: String::new(),
                 paths: vec![a.abs(&rel)],

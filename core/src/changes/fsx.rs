@@ -61,7 +61,12 @@ pub(crate) fn open_root(path: &Path) -> io::Result<OwnedFd> {
 }
 
 /// Open `rel` beneath `root` (`""` is the root itself) with `flags`, following no symlink.
-pub(crate) fn open_beneath(root: &OwnedFd, rel: &Path, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+pub(crate) fn open_beneath(
+    root: &OwnedFd,
+    rel: &Path,
+    flags: i32,
+    mode: u32,
+) -> io::Result<OwnedFd> {
     let rel = if rel.as_os_str().is_empty() {
         Path::new(".")
     } else {

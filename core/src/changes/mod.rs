@@ -450,7 +450,8 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ChangeError> {
     file.write_all(bytes)
         .and_then(|()| file.sync_all())
         .map_err(|e| ChangeError::io(format!("write {}", tmp.display()), e))?;
-    std::fs::rename(&tmp, path).map_err(|e| ChangeError::io(format!("rename {}", path.display()), e))
+    std::fs::rename(&tmp, path)
+        .map_err(|e| ChangeError::io(format!("rename {}", path.display()), e))
 }
 
 impl ChangeStore {

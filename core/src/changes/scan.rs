@@ -273,7 +273,11 @@ pub(crate) fn scan(root: &Path, upper: &Path) -> Result<Vec<Change>, ChangeError
     };
     scan.dir(Path::new(""), true)?;
     let mut out = scan.out;
-    out.sort_by(|a, b| a.path.cmp(&b.path).then(kind_order(a.kind).cmp(&kind_order(b.kind))));
+    out.sort_by(|a, b| {
+        a.path
+            .cmp(&b.path)
+            .then(kind_order(a.kind).cmp(&kind_order(b.kind)))
+    });
     Ok(out)
 }
 
@@ -305,7 +309,11 @@ impl Scan<'_> {
         }
     }
 
-    fn lower_state(&self, rel: &Path, deep: bool) -> Result<(PathState, Option<Vec<u8>>), ChangeError> {
+    fn lower_state(
+        &self,
+        rel: &Path,
+        deep: bool,
+    ) -> Result<(PathState, Option<Vec<u8>>), ChangeError> {
         state_at(&self.lower, rel, deep, DIFF_MAX).map_err(|e| io("read", &self.root.join(rel), e))
     }
 
@@ -351,7 +359,8 @@ impl Scan<'_> {
                 self.out.push(c);
                 continue;
             };
-            let st = fsx::stat_at(&dir, Path::new(&name)).map_err(|e| io("stat", &upper_path, e))?;
+            let st =
+                fsx::stat_at(&dir, Path::new(&name)).map_err(|e| io("stat", &upper_path, e))?;
             let (lower, lower_content) = if lower_is_dir {
                 self.lower_state(&child, false)?
             } else {
@@ -405,8 +414,8 @@ impl Scan<'_> {
                             if lower != PathState::Absent {
                                 // Replaced: the lower entry (a whole directory when opaque)
                                 // goes first.
-                                let (l, content) =
-                                    self.lower_state(&child, matches!(lower, PathState::Dir { .. }))?;
+                                let (l, content) = self
+                                    .lower_state(&child, matches!(lower, PathState::Dir { .. }))?;
                                 self.deleted(&child, &rel_s, l, content);
                                 before = PathState::Absent;
                             }
@@ -455,7 +464,9 @@ impl Scan<'_> {
                                     lower_content.as_deref().and_then(text),
                                     content.as_deref().and_then(text),
                                 ) {
-                                    (Some(old), Some(new)) => c.diff = Some(unified(&rel_s, old, new)),
+                                    (Some(old), Some(new)) => {
+                                        c.diff = Some(unified(&rel_s, old, new))
+                                    }
                                     _ => c.binary = true,
                                 }
                             }
@@ -463,10 +474,8 @@ impl Scan<'_> {
                         }
                         other => {
                             if *other != PathState::Absent {
-                                let (l, lc) = self.lower_state(
-                                    &child,
-                                    matches!(other, PathState::Dir { .. }),
-                                )?;
+                                let (l, lc) = self
+                                    .lower_state(&child, matches!(other, PathState::Dir { .. }))?;
                                 self.deleted(&child, &rel_s, l, lc);
                             }
                             let mut c = self.change(
@@ -502,13 +511,16 @@ impl Scan<'_> {
                         ),
                         other => {
                             if *other != PathState::Absent {
-                                let (l, lc) = self.lower_state(
-                                    &child,
-                                    matches!(other, PathState::Dir { .. }),
-                                )?;
+                                let (l, lc) = self
+                                    .lower_state(&child, matches!(other, PathState::Dir { .. }))?;
                                 self.deleted(&child, &rel_s, l, lc);
                             }
-                            self.change(&rel_s, ChangeKind::Added, EntryType::Symlink, PathState::Absent)
+                            self.change(
+                                &rel_s,
+                                ChangeKind::Added,
+                                EntryType::Symlink,
+                                PathState::Absent,
+                            )
                         }
                     };
                     if escapes(&child, &target) {
@@ -522,7 +534,8 @@ impl Scan<'_> {
                     self.out.push(c);
                 }
                 EntryType::Other => {
-                    let mut c = self.change(&rel_s, ChangeKind::Unsupported, EntryType::Other, lower);
+                    let mut c =
+                        self.change(&rel_s, ChangeKind::Unsupported, EntryType::Other, lower);
                     c.mode = Some(st.st_mode);
                     c.note = Some(match st.st_mode & libc::S_IFMT {
                         libc::S_IFIFO => "a fifo".to_owned(),

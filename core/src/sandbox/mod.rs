@@ -52,8 +52,9 @@ pub use restricted_token::RestrictedTokenBackend;
 pub use runner::{ProcessOutcome, ProcessRequest, ProcessRunner, RunError, StdinPolicy};
 pub use seatbelt::SeatbeltBackend;
 pub use spec::{
-    FsGrant, HOME_CONFIG, HOME_TOOLCHAINS, HOST_TMP_DIRS, Mask, MaskKind, ReviewLayer, SYSTEM_READ_DEVICES,
-    SYSTEM_READ_DIRS, SYSTEM_READ_ETC, SYSTEM_RW_DEVICES, SandboxSpec, TmpSpec,
+    FsGrant, HOME_CONFIG, HOME_TOOLCHAINS, HOST_TMP_DIRS, Mask, MaskKind, ReviewLayer,
+    SYSTEM_READ_DEVICES, SYSTEM_READ_DIRS, SYSTEM_READ_ETC, SYSTEM_RW_DEVICES, SandboxSpec,
+    TmpSpec,
 };
 
 /// Why a sandbox could not be set up. The command has not run.

@@ -243,8 +243,10 @@ pub fn probe_overlay(scratch: &Path) -> Result<(), String> {
             1 => "create a user namespace",
             2 => "write the id maps",
             3 => "create a mount namespace",
-            4 => "mount an overlay in a user namespace (Linux 5.11 or later, and an upper \
-                  filesystem that supports user xattrs)",
+            4 => {
+                "mount an overlay in a user namespace (Linux 5.11 or later, and an upper \
+                  filesystem that supports user xattrs)"
+            }
             5 => "delete a lower file through the overlay (whiteout)",
             6 => "recreate a lower directory through the overlay (opaque directory)",
             _ => "probe",
@@ -821,7 +823,10 @@ fn overlay_data(layer: &ReviewLayer) -> Result<CString, String> {
         ("workdir", &layer.work),
     ] {
         let bytes = path.as_os_str().as_bytes();
-        if bytes.iter().any(|b| matches!(b, b',' | b':' | b'\\' | b'\n')) {
+        if bytes
+            .iter()
+            .any(|b| matches!(b, b',' | b':' | b'\\' | b'\n'))
+        {
             return Err(format!(
                 "cannot review {}: the path {} holds a character overlayfs options cannot \
                  carry (`,`, `:`, `\\`)",
