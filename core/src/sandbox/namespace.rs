@@ -717,7 +717,8 @@ impl NamespacePlan {
                 format!("no IPC namespace{why}: SysV IPC and POSIX message queues are the host's"),
             ));
         }
-        if !view.overlays.is_empty() && !(support.user && support.mount) {
+        let mountable = support.user && support.mount;
+        if !view.overlays.is_empty() && !mountable {
             // Never unreviewed: without a mount namespace the writes would land in place.
             return Err(format!(
                 "reviewable writes need a user and a mount namespace, which this machine does \
