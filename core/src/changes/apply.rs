@@ -347,7 +347,6 @@ fn stage_file(
     dst.set_permissions(std::fs::Permissions::from_mode(safe_mode(
         change.mode.unwrap_or(0o644),
     )))
-    .and_then(|()| dst.sync_all())
     .map_err(|e| io(format!("stage {}", change.path), e))
 }
 
@@ -487,6 +486,24 @@ fn apply_steps(a: &mut Applier, upper_path: &Path, changes: &[&Change]) -> Resul
                 staged.push(Some(name));
             }
             _ => staged.push(None),
+        }
+    }
+    // One flush of the staged content before anything is moved (not one fsync per file).
+    {
+        use std::os::fd::AsRawFd;
+        let dir = fsx::open_beneath(
+            &a.root,
+            &a.staging_name,
+            libc::O_RDONLY | libc::O_DIRECTORY,
+            0,
+        )
+        .map_err(|e| io("open the staging directory", e))?;
+        // SAFETY: syncfs on an open descriptor.
+        if unsafe { libc::syncfs(dir.as_raw_fd()) } != 0 {
+            return Err(io(
+                "flush the staged files",
+                std::io::Error::last_os_error(),
+            ));
         }
     }
     let depth = |c: &Change| Path::new(&c.path).components().count();

@@ -794,3 +794,27 @@ impl Review {
         let _ = fsx::remove_tree(&self.dir);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_cannot_name_another_directory() {
+        assert!(valid_id(&new_id()));
+        for bad in [
+            "",
+            "cs-",
+            "../cs-1",
+            "cs-1/../../x",
+            "cs-A",
+            "cs-1.2",
+            "x-1",
+            "cs-1 2",
+        ] {
+            assert!(!valid_id(bad), "{bad}");
+        }
+        let store = ChangeStore::new("/nonexistent");
+        assert!(matches!(store.get("../etc"), Err(ChangeError::BadId(_))));
+    }
+}

@@ -574,3 +574,128 @@ fn escapes(rel: &Path, target: &str) -> bool {
 pub(crate) fn rel(change: &Change) -> PathBuf {
     PathBuf::from(&change.path)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn set_xattr(path: &Path, name: &std::ffi::CStr, value: &[u8]) -> bool {
+        let p = fsx::cstr(path).unwrap();
+        // SAFETY: NUL-terminated strings and a live slice.
+        unsafe {
+            libc::lsetxattr(
+                p.as_ptr(),
+                name.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            ) == 0
+        }
+    }
+
+    fn whiteout(path: &Path) -> bool {
+        let p = fsx::cstr(path).unwrap();
+        // SAFETY: a NUL-terminated path.
+        unsafe { libc::mknod(p.as_ptr(), libc::S_IFCHR | 0o600, 0) == 0 }
+    }
+
+    /// A lower dir and an upper dir written the way overlayfs writes them, by hand: a
+    /// whiteout as a 0/0 device or as an xattr-marked empty file, an opaque directory marked
+    /// with the `user.` or the `trusted.` xattr.
+    #[test]
+    fn whiteouts_and_opaque_dirs_in_both_xattr_namespaces() {
+        let base = tempfile::tempdir().unwrap();
+        let (lower, upper) = (base.path().join("lower"), base.path().join("upper"));
+        for d in [
+            "lower/gone_dir/x",
+            "lower/opaque_u",
+            "lower/opaque_t",
+            "upper/opaque_u",
+            "upper/opaque_t",
+        ] {
+            std::fs::create_dir_all(base.path().join(d)).unwrap();
+        }
+        for f in [
+            "gone.txt",
+            "gone2.txt",
+            "opaque_u/old",
+            "opaque_t/old",
+            "gone_dir/x/y",
+        ] {
+            std::fs::write(lower.join(f), "old\n").unwrap();
+        }
+        std::fs::write(upper.join("opaque_u/new"), "new\n").unwrap();
+        std::fs::write(upper.join("opaque_t/new"), "new\n").unwrap();
+        // SAFETY: geteuid cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        if !(whiteout(&upper.join("gone.txt")) && whiteout(&upper.join("gone_dir"))) {
+            assert!(!root, "root could not create a whiteout");
+            return;
+        }
+        std::fs::write(upper.join("gone2.txt"), "").unwrap();
+        if !set_xattr(&upper.join("gone2.txt"), c"user.overlay.whiteout", b"") {
+            return; // no user xattrs on this filesystem
+        }
+        assert!(set_xattr(
+            &upper.join("opaque_u"),
+            c"user.overlay.opaque",
+            b"y"
+        ));
+        let trusted = root && set_xattr(&upper.join("opaque_t"), c"trusted.overlay.opaque", b"y");
+        let changes = scan(&lower, &upper).unwrap();
+        let got: Vec<(&str, ChangeKind, EntryType)> = changes
+            .iter()
+            .map(|c| (c.path.as_str(), c.kind, c.entry))
+            .collect();
+        let mut want = vec![
+            ("gone.txt", ChangeKind::Deleted, EntryType::File),
+            ("gone2.txt", ChangeKind::Deleted, EntryType::File),
+            ("gone_dir", ChangeKind::Deleted, EntryType::Dir),
+            ("opaque_t/new", ChangeKind::Added, EntryType::File),
+            ("opaque_u", ChangeKind::Deleted, EntryType::Dir),
+            ("opaque_u", ChangeKind::Added, EntryType::Dir),
+            ("opaque_u/new", ChangeKind::Added, EntryType::File),
+        ];
+        if trusted {
+            want.insert(3, ("opaque_t", ChangeKind::Deleted, EntryType::Dir));
+            want.insert(4, ("opaque_t", ChangeKind::Added, EntryType::Dir));
+        }
+        assert_eq!(got, want, "{changes:#?}");
+        let gone_dir = changes.iter().find(|c| c.path == "gone_dir").unwrap();
+        assert!(matches!(
+            gone_dir.before,
+            PathState::Dir { tree: Some(_), .. }
+        ));
+    }
+
+    #[test]
+    fn a_redirect_or_a_device_is_unsupported() {
+        let base = tempfile::tempdir().unwrap();
+        let (lower, upper) = (base.path().join("lower"), base.path().join("upper"));
+        std::fs::create_dir_all(lower.join("d")).unwrap();
+        std::fs::create_dir_all(upper.join("d")).unwrap();
+        if !set_xattr(&upper.join("d"), c"user.overlay.redirect", b"/elsewhere") {
+            return;
+        }
+        let p = fsx::cstr(&upper.join("fifo")).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(p.as_ptr(), 0o600) }, 0);
+        let changes = scan(&lower, &upper).unwrap();
+        assert!(
+            changes.iter().all(|c| c.kind == ChangeKind::Unsupported),
+            "{changes:#?}"
+        );
+        assert_eq!(changes.len(), 2);
+    }
+
+    #[test]
+    fn links_that_leave_the_root_are_noted() {
+        assert!(escapes(Path::new("a"), "/etc/passwd"));
+        assert!(escapes(Path::new("a"), "../x"));
+        assert!(escapes(Path::new("d/a"), "../../x"));
+        assert!(!escapes(Path::new("d/a"), "../x"));
+        assert!(!escapes(Path::new("a"), "b/c"));
+        assert!(escapes(Path::new("a"), "b/../../c"));
+    }
+}
