@@ -785,3 +785,83 @@ fn review_is_refused_in_a_mode_without_a_sandbox() {
         "the command ran unreviewed"
     );
 }
+
+#[test]
+fn the_masks_hold_when_the_state_dir_is_on_another_filesystem() {
+    // Through an overlay whose upper layer is on another filesystem, files report a per-layer
+    // device and directories made-up inode numbers: the masks' identity checks must still
+    // pass for the right files (and only for them).
+    if !Path::new("/dev/shm").is_dir() {
+        panic!("no /dev/shm (a tmpfs) to hold the state dir on another filesystem");
+    }
+    for who in BOTH {
+        let mut env = Env::new(who);
+        let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+        std::fs::set_permissions(shm.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        env.state = shm.path().join("state");
+        std::fs::create_dir_all(&env.state).unwrap();
+        assert_ne!(
+            std::fs::metadata(&env.state).unwrap().dev(),
+            std::fs::metadata(&env.workspace).unwrap().dev()
+        );
+        std::fs::write(env.workspace.join(".env"), "TOKEN=hunter2-in-dotenv\n").unwrap();
+        std::fs::create_dir_all(env.workspace.join("secretdir")).unwrap();
+        std::fs::write(env.workspace.join("secretdir/key"), "hunter2-in-dir\n").unwrap();
+        let policy = env.root.join("policy.toml");
+        std::fs::write(
+            &policy,
+            "[[layers]]\nname = \"project\"\n\n[[layers.rules]]\nkind = \"file_read\"\n\
+             effect = \"deny\"\npattern = \"secretdir\"\n",
+        )
+        .unwrap();
+        if let Some((uid, gid)) = env.ids {
+            chown_tree(&env.root, uid, gid);
+            chown_tree(shm.path(), uid, gid);
+        }
+        let ws = env.workspace.display().to_string();
+        let store = env.store();
+        let out = env
+            .turngate(&[
+                "run",
+                "--review",
+                "--mode",
+                "auto_accept_edits",
+                "--policy",
+                policy.to_str().unwrap(),
+                "--approver",
+                "allow",
+                "--workspace",
+                &ws,
+                "--store",
+                &store,
+                "--",
+                "sh",
+                "-c",
+                "cat .env; cat secretdir/key; ls secretdir; echo new > a.txt",
+            ])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !stdout.contains("hunter2"),
+            "{who:?}: a hidden path was read: {stdout}"
+        );
+        assert!(
+            stderr(&out).contains("Permission denied") && stderr(&out).contains("change set"),
+            "{who:?}: {}",
+            stderr(&out)
+        );
+        let id = env.ids_listed().pop().unwrap();
+        assert_eq!(
+            kinds(&env.show(&id)),
+            vec![triple("a.txt", "added", "file")],
+            "{who:?}"
+        );
+        let out = env.changes(&["apply", &id]);
+        assert_eq!(out.status.code(), Some(0), "{who:?}: {}", stderr(&out));
+        assert_eq!(
+            std::fs::read_to_string(env.workspace.join("a.txt")).unwrap(),
+            "new\n"
+        );
+    }
+}

@@ -554,23 +554,25 @@ enum MountOp {
     /// A fresh devpts instance.
     Devpts { path: CString },
     /// Bind `source` (an empty file) over `path`, read-only. `path` must still be the file
-    /// the walk judged (`dev`, `ino`; 0 skips the check). Inside a reviewed root the overlay
-    /// reports its own device for a file it has not copied up: `overlay` names that root, whose
-    /// device is accepted too (the inode must still match).
+    /// the walk judged (`dev`, `ino`; 0 skips the check; inside a reviewed root see
+    /// [`Identity`]).
     MaskFile {
         source: CString,
         path: CString,
         dev: u64,
         ino: u64,
-        overlay: Option<CString>,
+        check: Identity,
     },
     /// An empty, unreadable, read-only tmpfs over the directory `path` (checked as above).
     MaskDir {
         path: CString,
         dev: u64,
         ino: u64,
-        overlay: Option<CString>,
+        check: Identity,
     },
+    /// Check that `path` is still the file the walk judged (`dev`, `ino`), before an overlay
+    /// covers it (the overlay reports other numbers for some files, see [`Identity`]).
+    Verify { path: CString, dev: u64, ino: u64 },
     /// An overlay over the writable root `path` (its own lower layer); `data` holds the
     /// options (`lowerdir`, `upperdir`, `workdir`, `userxattr`). Mounted before `/` is made
     /// read-only: the overlay keeps a private writable clone of its upper layer's mount.
@@ -598,9 +600,29 @@ impl MountOp {
                 format!("mask {}", s(path))
             }
             MountOp::Unlink { path } => format!("unlink {}", s(path)),
+            MountOp::Verify { path, .. } => format!("verify {}", s(path)),
             MountOp::Overlay { path, .. } => format!("overlay (review) on {}", s(path)),
         }
     }
+}
+
+/// How a mask checks that its target is still the file the walk judged.
+///
+/// Through a freshly mounted overlay (its upper layer empty), every file below the root comes
+/// from the lower layer, one filesystem: a non-directory keeps its inode number but reports
+/// another device (the overlay's, or a per-layer one when the upper layer is on another
+/// filesystem), and a directory keeps its inode number only when both layers share a
+/// filesystem. Each such mask is also verified on the real path, device and inode, just before
+/// the overlay is mounted ([`MountOp::Verify`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Identity {
+    /// Device and inode (not under review).
+    Exact,
+    /// The inode only (in a reviewed root).
+    Inode,
+    /// Nothing more after the overlay (a directory when the layers are on two filesystems):
+    /// only the check before the overlay was mounted.
+    Verified,
 }
 
 /// Devices of the minimal `/dev` (bound from the host).
@@ -868,15 +890,38 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
                     .map_or_else(String::new, |o| o.root.display().to_string())
             ));
         }
+        for mask in view
+            .masks
+            .iter()
+            .filter(|m| m.kind == MaskKind::Hidden && m.ino != 0 && m.path.starts_with(&layer.root))
+        {
+            ops.push(MountOp::Verify {
+                path: cstring(&mask.path)?,
+                dev: mask.dev,
+                ino: mask.ino,
+            });
+        }
         ops.push(MountOp::Overlay {
             path: cstring(&layer.root)?,
             data: overlay_data(layer)?,
         });
     }
-    let overlay_of = |path: &Path| -> Result<Option<CString>, String> {
-        match view.overlays.iter().find(|o| path.starts_with(&o.root)) {
-            Some(o) => Ok(Some(cstring(&o.root)?)),
-            None => Ok(None),
+    let identity = |mask: &Mask| -> Identity {
+        use std::os::unix::fs::MetadataExt;
+        let Some(layer) = view
+            .overlays
+            .iter()
+            .find(|o| mask.path.starts_with(&o.root))
+        else {
+            return Identity::Exact;
+        };
+        if !mask.dir {
+            return Identity::Inode;
+        }
+        let dev = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+        match (dev(&layer.root), dev(&layer.upper)) {
+            (Some(a), Some(b)) if a == b => Identity::Inode,
+            _ => Identity::Verified,
         }
     };
     // 1. Clone the devices before /dev is covered.
@@ -1032,13 +1077,13 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
     }
     for mask in &hidden {
         let path = cstring(&mask.path)?;
-        let overlay = overlay_of(&mask.path)?;
+        let check = identity(mask);
         ops.push(if mask.dir {
             MountOp::MaskDir {
                 path,
                 dev: mask.dev,
                 ino: mask.ino,
-                overlay,
+                check,
             }
         } else {
             MountOp::MaskFile {
@@ -1046,7 +1091,7 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
                 path,
                 dev: mask.dev,
                 ino: mask.ino,
-                overlay,
+                check,
             }
         });
         masks_out.push((*mask).clone());
@@ -1215,9 +1260,9 @@ fn mount_op(op: &MountOp, slots: &mut [libc::c_int; SLOTS]) -> Result<(), i32> {
                 path,
                 dev,
                 ino,
-                overlay,
+                check,
             } => {
-                let target = Fd(open_exact(path, *dev, *ino, overlay.as_deref())?);
+                let target = Fd(open_exact(path, *dev, *ino, *check)?);
                 let mask = Fd(open_tree(libc::AT_FDCWD, source, 0)?);
                 set_attr(
                     mask.0,
@@ -1232,9 +1277,9 @@ fn mount_op(op: &MountOp, slots: &mut [libc::c_int; SLOTS]) -> Result<(), i32> {
                 path,
                 dev,
                 ino,
-                overlay,
+                check,
             } => {
-                let target = Fd(open_exact(path, *dev, *ino, overlay.as_deref())?);
+                let target = Fd(open_exact(path, *dev, *ino, *check)?);
                 // mount(2) onto the descriptor's magic link: exactly the directory opened,
                 // whatever its path has become since.
                 let mut link = [0u8; 32];
@@ -1248,9 +1293,13 @@ fn mount_op(op: &MountOp, slots: &mut [libc::c_int; SLOTS]) -> Result<(), i32> {
                 ) as libc::c_long)
             }
             MountOp::Unlink { path } => ok(libc::unlink(path.as_ptr()) as libc::c_long),
+            MountOp::Verify { path, dev, ino } => {
+                let _target = Fd(open_exact(path, *dev, *ino, Identity::Exact)?);
+                Ok(())
+            }
             MountOp::Overlay { path, data } => {
                 // The root itself must not have become a symlink since the plan was made.
-                let _target = Fd(open_exact(path, 0, 0, None)?);
+                let _target = Fd(open_exact(path, 0, 0, Identity::Exact)?);
                 ok(libc::mount(
                     c"overlay".as_ptr(),
                     path.as_ptr(),
@@ -1289,13 +1338,12 @@ const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x0000_0040;
 
 /// Open `path` as an `O_PATH` descriptor without following any symlink on the way (the plan's
 /// paths are canonical, so a symlink there is a swap since the walk) and, when `ino` is not 0,
-/// check it is still the file the walk judged. `overlay`, when set, is the reviewed root the
-/// path lies in: that overlay's own device is accepted as well as `dev`.
+/// check it is still the file the walk judged, as `check` says.
 fn open_exact(
     path: &std::ffi::CStr,
     dev: u64,
     ino: u64,
-    overlay: Option<&std::ffi::CStr>,
+    check: Identity,
 ) -> Result<libc::c_int, i32> {
     let how = OpenHow {
         flags: (libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64,
@@ -1326,20 +1374,12 @@ fn open_exact(
             unsafe { libc::close(fd) };
             return Err(e);
         }
-        let alt_dev = match overlay {
-            Some(root) => {
-                // SAFETY: a zeroed stat buffer on the stack and a NUL-terminated path.
-                let mut rst: libc::stat = unsafe { std::mem::zeroed() };
-                // SAFETY: as above.
-                if unsafe { libc::stat(root.as_ptr(), &mut rst) } == 0 {
-                    Some(rst.st_dev)
-                } else {
-                    None
-                }
-            }
-            None => None,
+        let same = match check {
+            Identity::Exact => st.st_dev == dev && st.st_ino == ino,
+            Identity::Inode => st.st_ino == ino,
+            Identity::Verified => true,
         };
-        if (st.st_dev != dev && Some(st.st_dev) != alt_dev) || st.st_ino != ino {
+        if !same {
             // SAFETY: as above.
             unsafe { libc::close(fd) };
             return Err(libc::ESTALE);
@@ -1387,7 +1427,7 @@ fn move_onto(mount: libc::c_int, target: libc::c_int) -> Result<(), i32> {
 /// opened without following symlinks, so a path swapped for a symlink since the plan was made
 /// fails (ELOOP) instead of binding whatever it now points to.
 fn bind_over_itself(path: &std::ffi::CStr, set: u64, clear: u64) -> Result<(), i32> {
-    let target = Fd(open_exact(path, 0, 0, None)?);
+    let target = Fd(open_exact(path, 0, 0, Identity::Exact)?);
     let tree = Fd(open_tree(target.0, c"", AT_RECURSIVE)?);
     let empty = libc::AT_EMPTY_PATH as libc::c_uint;
     match set_attr(tree.0, c"", empty | AT_RECURSIVE, set, clear) {
@@ -1462,7 +1502,7 @@ impl NamespacePlan {
                     }
                 }
                 for (root, fds) in &self.overlay_rules {
-                    let fd = match open_exact(root, 0, 0, None) {
+                    let fd = match open_exact(root, 0, 0, Identity::Exact) {
                         Ok(fd) => Fd(fd),
                         Err(e) => return Err((STEP_OVERLAY_RULE, e)),
                     };
