@@ -865,3 +865,80 @@ fn the_masks_hold_when_the_state_dir_is_on_another_filesystem() {
         );
     }
 }
+
+#[test]
+fn ordinary_work_under_review_git_init_and_commit() {
+    for who in BOTH {
+        let env = Env::new(who);
+        std::fs::write(
+            env.home.join(".gitconfig"),
+            "[user]\n\tname = T\n\temail = t@example.invalid\n",
+        )
+        .unwrap();
+        env.chown();
+        let id =
+            env.review("git init -q && git add c.txt && git commit -qm one && git log --oneline");
+        assert!(
+            !env.workspace.join(".git").exists(),
+            "{who:?}: git wrote the workspace"
+        );
+        // `git init` writes .git/config and .git/hooks, which the policy asks about: a plain
+        // apply refuses them, the person's --confirm-asks applies.
+        let json = env.changes_json(&["apply", &id]);
+        assert_eq!(json["error"], "policy_refused", "{who:?}: {json}");
+        let out = env.changes(&["apply", &id, "--confirm-asks", "--by", "ana"]);
+        assert_eq!(out.status.code(), Some(0), "{who:?}: {}", stderr(&out));
+        assert_eq!(env.show(&id)["resolved_by"], "person:ana");
+        let log = Command::new("git")
+            .args(["log", "--format=%s"])
+            .current_dir(&env.workspace)
+            .env("HOME", &env.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        let safe = Command::new("git")
+            .args([
+                "-c",
+                &format!("safe.directory={}", env.workspace.display()),
+                "log",
+                "--format=%s",
+            ])
+            .current_dir(&env.workspace)
+            .env("HOME", &env.home)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(if log.status.success() {
+            &log.stdout
+        } else {
+            &safe.stdout
+        })
+        .into_owned();
+        assert_eq!(
+            text.trim(),
+            "one",
+            "{who:?}: {}",
+            String::from_utf8_lossy(&safe.stderr)
+        );
+    }
+}
+
+#[test]
+fn an_apply_in_progress_elsewhere_makes_another_one_wait_its_turn() {
+    use std::os::fd::AsRawFd;
+    let env = Env::new(Who::Root);
+    let id = env.review(FOUR);
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(env.state.join("changes").join(&id).join("lock"))
+        .unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let before = tree(&env.workspace);
+    assert_eq!(env.changes_json(&["apply", &id])["error"], "busy");
+    assert_eq!(env.changes_json(&["discard", &id])["error"], "busy");
+    assert_eq!(tree(&env.workspace), before);
+    drop(lock);
+    assert_eq!(env.changes(&["apply", &id]).status.code(), Some(0));
+}

@@ -303,7 +303,7 @@ pub enum ChangeError {
     /// The file policy refuses some of the paths.
     #[error(
         "change set {id}: the file policy refuses writing {}; nothing was applied",
-        paths.iter().map(|p| format!("{} ({} : {})", p.path, p.effect, p.reason)).collect::<Vec<_>>().join(", ")
+        paths.iter().map(|p| format!("{} ({}: {})", p.path, p.effect, p.reason)).collect::<Vec<_>>().join(", ")
     )]
     PolicyRefused {
         /// The id.
