@@ -60,6 +60,19 @@ pub enum TurnGateError {
         /// The full message, naming the program.
         message: String,
     },
+    /// A change set operation was refused or failed (reviewable writes): `code` is the
+    /// core's (`unavailable`, `not_found`, `not_pending`, `busy`, `tampered`,
+    /// `policy_refused`, `conflicts`, `unsupported`, `io`, ...), `paths` the paths it names.
+    /// Nothing was changed in the workspace.
+    #[error("{message}")]
+    Changes {
+        /// A stable, machine-readable code.
+        code: String,
+        /// The full message, naming the paths.
+        message: String,
+        /// The conflicting, refused or tampered paths (absolute), when there are any.
+        paths: Vec<String>,
+    },
     /// An argument was malformed: JSON that is not the expected protocol object, an unknown
     /// name. The message names the argument.
     #[error("{message}")]
@@ -86,6 +99,7 @@ impl TurnGateError {
             | TurnGateError::SandboxUnavailable { message }
             | TurnGateError::Approval { message }
             | TurnGateError::Run { message }
+            | TurnGateError::Changes { message, .. }
             | TurnGateError::Invalid { message } => message,
         }
     }
@@ -200,11 +214,22 @@ impl From<GateError> for TurnGateError {
             GateError::Audit(a) => a.into(),
             GateError::Approval(a) => a.into(),
             GateError::Run(r) => r.into(),
+            GateError::Changes(c) => c.into(),
             GateError::Scope(s) => TurnGateError::invalid("target", s),
             e @ GateError::WrongKind { .. } => TurnGateError::invalid("kind", e),
             other => TurnGateError::Approval {
                 message: other.to_string(),
             },
+        }
+    }
+}
+
+impl From<turngate::changes::ChangeError> for TurnGateError {
+    fn from(e: turngate::changes::ChangeError) -> Self {
+        TurnGateError::Changes {
+            code: e.code().to_owned(),
+            message: e.to_string(),
+            paths: e.paths(),
         }
     }
 }

@@ -246,6 +246,25 @@ impl GateHandle {
         spawn_record(self.gate.spawn(&inv.to_core()?).await?)
     }
 
+    /// [`GateHandle::spawn`] with reviewable writes (Linux): the writable roots are overlays and
+    /// the command's writes become a change set beside the audit store at `store` (see
+    /// [`crate::changes`]); the workspace is untouched until it is applied. Refused (nothing
+    /// runs) where overlayfs in a user namespace is unavailable. Returns the spawn's record and,
+    /// when the command ran, the `ChangeSet` as JSON.
+    pub async fn spawn_reviewed(
+        &self,
+        inv: &InvocationRecord,
+        store: &str,
+    ) -> Result<(SpawnRecord, Option<Value>), TurnGateError> {
+        let changes = crate::changes::store_for(store);
+        let reviewed = self.gate.spawn_reviewed(&inv.to_core()?, &changes).await?;
+        let set = reviewed
+            .change_set
+            .map(|s| to_value("change set", &s))
+            .transpose()?;
+        Ok((spawn_record(reviewed.result)?, set))
+    }
+
     /// Decide a deferred shell command and, when allowed, run exactly its stored action under
     /// the snapshot it was requested under (narrowed by this gate's). An `allow_once` runs once.
     pub async fn resume_spawn(

@@ -4,6 +4,7 @@
 pub mod approver;
 pub mod broker;
 pub mod c_api;
+pub mod changes;
 pub mod check;
 mod convert;
 mod error;

@@ -13,6 +13,7 @@ use turngate::protocol::{TurnPermissionProfileSelection, TurnPermissionProfileSo
 use turngate::snapshot::{ResolveContext, resolve};
 use turngate::{ActionKind, Effect, PermissionMode, Policy};
 
+mod changes;
 mod check;
 mod session;
 mod tooling;
@@ -47,6 +48,9 @@ enum Command {
     /// Show and resolve durable pending approvals.
     #[command(subcommand)]
     Approvals(ApprovalsCommand),
+    /// Review the change sets of `run --review`: list, show (with diffs), apply or discard.
+    #[command(subcommand)]
+    Changes(ChangesCommand),
     /// Run a TOML file of cases (`[[case]] kind, target, expect, rule?, layer?, mode?,
     /// policy?, history?`). Exits 1 when any case fails.
     Test {
@@ -133,6 +137,11 @@ struct RunArgs {
     /// Write the sandbox report (backend, namespaces, masks, degradations) as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     sandbox_report: Option<PathBuf>,
+    /// Hold the command's writes for review (Linux): the writable roots are overlays, the
+    /// workspace is untouched, and the writes become a change set (`turngate changes`).
+    /// Refused where overlayfs in a user namespace is unavailable.
+    #[arg(long)]
+    review: bool,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
@@ -170,6 +179,58 @@ struct AuditArgs {
     /// Print the rows as JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum ChangesCommand {
+    /// List the change sets (pending, applied and discarded).
+    List {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one change set: every change, with a unified diff for text files.
+    Show {
+        /// The change set id.
+        id: String,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Apply a change set to the workspace: re-checked against the file policy, refused with
+    /// the list of paths changed in the workspace since the run. Applies once.
+    Apply {
+        /// The change set id.
+        id: String,
+        /// Also apply paths the file policy asks about (denied paths are always refused).
+        #[arg(long)]
+        confirm_asks: bool,
+        /// Who applies it, recorded as `person:NAME`.
+        #[arg(long, value_name = "NAME")]
+        by: Option<String>,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Discard a change set; the workspace is left as it is.
+    Discard {
+        /// The change set id.
+        id: String,
+        /// Who discards it, recorded as `person:NAME`.
+        #[arg(long, value_name = "NAME")]
+        by: Option<String>,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -380,11 +441,17 @@ fn run_run(args: &RunArgs) -> Result<u8, CliError> {
         args.approver,
         args.turn.as_deref(),
     )?;
+    let changes = args
+        .review
+        .then(|| session::store_path(args.store.store.as_ref()))
+        .transpose()?
+        .map(|db| turngate::changes::ChangeStore::beside(&db));
     session::run(
         &gate,
         store.as_ref(),
         &args.command,
         args.sandbox_report.as_deref(),
+        changes.as_ref(),
     )
 }
 
@@ -481,6 +548,7 @@ fn main() -> ExitCode {
         Command::Approvals(ApprovalsCommand::Resume { id, profile, store }) => {
             run_resume(id, profile, &store.store)
         }
+        Command::Changes(command) => changes::run(command),
         Command::Test { file, json } => tooling::run_test(file, *json),
         Command::Lint {
             policy,

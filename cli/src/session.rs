@@ -57,7 +57,7 @@ pub fn open_existing_store(path: Option<&PathBuf>) -> Result<Arc<SqliteAuditStor
         .map_err(|e| CliError(e.to_string()))
 }
 
-fn store_path(path: Option<&PathBuf>) -> Result<PathBuf, CliError> {
+pub fn store_path(path: Option<&PathBuf>) -> Result<PathBuf, CliError> {
     match path {
         Some(p) => Ok(p.clone()),
         None => default_store(),
@@ -168,10 +168,38 @@ pub fn run(
     store: &dyn AuditStore,
     argv: &[String],
     report: Option<&Path>,
+    review: Option<&turngate::changes::ChangeStore>,
 ) -> Result<u8, CliError> {
     let line = command_line(argv);
     let inv = ToolInvocation::new(ActionKind::ShellCommand, &line).with_tool("turngate run");
     let rt = runtime()?;
+    if let Some(changes) = review {
+        let reviewed = rt.block_on(gate.spawn_reviewed(&inv, changes))?;
+        return match reviewed.result {
+            SpawnResult::Ran(outcome) => {
+                let code = finish(&outcome, report)?;
+                if let Some(set) = &reviewed.change_set {
+                    eprintln!(
+                        "turngate: change set {} ({}); the workspace is unchanged. Review it \
+                         with `turngate changes show {}`, then `turngate changes apply {}` or \
+                         `discard {}`",
+                        set.id,
+                        set.summary(),
+                        set.id,
+                        set.id,
+                        set.id
+                    );
+                }
+                Ok(code)
+            }
+            SpawnResult::Denied(denial) => Ok(denied(&denial.reason)),
+            SpawnResult::Deferred(request) => Err(CliError(format!(
+                "approval request {} is pending; a reviewed run does not wait for it: resolve \
+                 it, then run the command again",
+                request.id
+            ))),
+        };
+    }
     match rt.block_on(gate.spawn(&inv))? {
         SpawnResult::Ran(outcome) => finish(&outcome, report),
         SpawnResult::Denied(denial) => Ok(denied(&denial.reason)),

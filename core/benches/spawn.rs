@@ -34,6 +34,7 @@ fn spec(workspace: &std::path::Path, tmp: &std::path::Path) -> SandboxSpec {
         home: None,
         masks: Vec::new(),
         masks_truncated: false,
+        review: None,
     }
 }
 

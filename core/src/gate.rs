@@ -178,6 +178,9 @@ pub enum GateError {
     /// The sandboxed runner failed (a required sandbox is unavailable, spawn failed, ...).
     #[error(transparent)]
     Run(#[from] RunError),
+    /// A reviewed run could not start or its change set could not be recorded.
+    #[error(transparent)]
+    Changes(#[from] crate::changes::ChangeError),
     /// No deferred request has this id.
     #[error("no deferred approval request `{0}` in the store")]
     UnknownRequest(String),
@@ -226,6 +229,16 @@ pub enum GateError {
         "approval request `{0}` was stored without its snapshot (an older turngate); the sandbox it required is unknown, so it cannot run: run the command again"
     )]
     NoSnapshot(String),
+}
+
+/// The result of [`Gate::spawn_reviewed`]: the spawn's result and, when the command ran, its
+/// change set (pending: the workspace is untouched until it is applied).
+#[derive(Debug)]
+pub struct Reviewed {
+    /// What happened to the command.
+    pub result: SpawnResult,
+    /// The command's writes, when it ran.
+    pub change_set: Option<crate::changes::ChangeSet>,
 }
 
 /// The result of [`Gate::spawn`].
@@ -1174,8 +1187,9 @@ impl Gate {
         match resumed.auth {
             Authorization::Allowed { action, .. } => {
                 let cwd = resumed.inv.cwd.clone();
-                self.run_action(&under, &resumed.inv, &action, cwd.as_deref())
+                self.run_action(&under, &resumed.inv, &action, cwd.as_deref(), None)
                     .await
+                    .map(|r| r.result)
             }
             Authorization::Denied(denial) => Ok(SpawnResult::Denied(denial)),
             Authorization::Deferred { request } => Ok(SpawnResult::Deferred(request)),
@@ -1198,6 +1212,31 @@ impl Gate {
     /// that requires a sandbox the platform cannot provide refuses to run (an error), never
     /// runs unconfined.
     pub async fn spawn(&self, inv: &ToolInvocation) -> Result<SpawnResult, GateError> {
+        self.spawn_with(inv, None).await.map(|r| r.result)
+    }
+
+    /// [`Gate::spawn`] with reviewable writes (DESIGN §18): the turn's writable roots are
+    /// overlays whose writes land in a change set in `changes`; the workspace is untouched
+    /// until the change set is applied. Refused (nothing runs) where overlayfs in a user
+    /// namespace is unavailable or the snapshot runs commands without a sandbox; never
+    /// unreviewed. A change set is recorded whatever the command's exit status.
+    pub async fn spawn_reviewed(
+        &self,
+        inv: &ToolInvocation,
+        changes: &crate::changes::ChangeStore,
+    ) -> Result<Reviewed, GateError> {
+        self.spawn_with(inv, Some(changes)).await
+    }
+
+    async fn spawn_with(
+        &self,
+        inv: &ToolInvocation,
+        review: Option<&crate::changes::ChangeStore>,
+    ) -> Result<Reviewed, GateError> {
+        let plain = |result| Reviewed {
+            result,
+            change_set: None,
+        };
         if inv.kind != ActionKind::ShellCommand {
             return Err(GateError::WrongKind {
                 expected: ActionKind::ShellCommand,
@@ -1207,8 +1246,10 @@ impl Gate {
         ensure_native_shell_allowed(&self.own.snapshot)?;
         let action = match self.authorize(inv).await? {
             Authorization::Allowed { action, .. } => action,
-            Authorization::Denied(denial) => return Ok(SpawnResult::Denied(denial)),
-            Authorization::Deferred { request } => return Ok(SpawnResult::Deferred(request)),
+            Authorization::Denied(denial) => return Ok(plain(SpawnResult::Denied(denial))),
+            Authorization::Deferred { request } => {
+                return Ok(plain(SpawnResult::Deferred(request)));
+            }
         };
         if action.kind != ActionKind::ShellCommand {
             // A reviewer's modified action of another kind never starts a process.
@@ -1217,9 +1258,9 @@ impl Gate {
                 action.kind
             );
             let denial = self.denial(inv, action, reason, None, None, "policy", None)?;
-            return Ok(SpawnResult::Denied(denial));
+            return Ok(plain(SpawnResult::Denied(denial)));
         }
-        self.run_action(&self.own, inv, &action, inv.cwd.as_deref())
+        self.run_action(&self.own, inv, &action, inv.cwd.as_deref(), review)
             .await
     }
 
@@ -1231,7 +1272,12 @@ impl Gate {
         inv: &ToolInvocation,
         action: &Action,
         cwd: Option<&Path>,
-    ) -> Result<SpawnResult, GateError> {
+        review: Option<&crate::changes::ChangeStore>,
+    ) -> Result<Reviewed, GateError> {
+        let plain = |result| Reviewed {
+            result,
+            change_set: None,
+        };
         ensure_native_shell_allowed(&under.snapshot)?;
         let plan = plan(
             &under.snapshot,
@@ -1255,7 +1301,7 @@ impl Gate {
                 "policy",
                 None,
             )?;
-            return Ok(SpawnResult::Denied(denial));
+            return Ok(plain(SpawnResult::Denied(denial)));
         }
         let mut request = ProcessRequest::new(plan.argv.clone(), &plan.cwd)
             .env(plan.env.clone())
@@ -1268,17 +1314,57 @@ impl Gate {
         if let Some(timeout) = plan.timeout {
             request = request.timeout(timeout);
         }
-        if plan.sandbox_required {
-            let sandbox = &under.snapshot.sandbox;
-            request = request
-                .sandbox(SandboxSpec::from_snapshot(sandbox).with_policy(sandbox, &under.policy));
+        let Some(changes) = review else {
+            if plan.sandbox_required {
+                let sandbox = &under.snapshot.sandbox;
+                request = request.sandbox(
+                    SandboxSpec::from_snapshot(sandbox).with_policy(sandbox, &under.policy),
+                );
+            }
+            let egress = egress::GateEgress { gate: self, under };
+            return Ok(plain(SpawnResult::Ran(Box::new(
+                self.runner.run_with_egress(request, &egress).await?,
+            ))));
+        };
+        if !plan.sandbox_required {
+            return Err(crate::changes::ChangeError::Unavailable(format!(
+                "the {} mode runs commands without a sandbox, and only a sandboxed command's \
+                 writes can be held for review",
+                under.snapshot.permission_profile.mode
+            ))
+            .into());
         }
+        let sandbox = &under.snapshot.sandbox;
+        let mut spec = SandboxSpec::from_snapshot(sandbox).with_policy(sandbox, &under.policy);
+        let roots: Vec<std::path::PathBuf> = spec
+            .roots
+            .iter()
+            .filter(|r| r.access == crate::protocol::FsAccess::Write && r.path.exists())
+            .map(|r| r.path.clone())
+            .collect();
+        let session = changes.begin(&roots)?;
+        spec.review = Some(session.layers().to_vec());
         // A `network = restricted` command's connections come back here through the egress
-        // proxy, one decision each.
+        // proxy, one decision each, reviewed or not.
         let egress = egress::GateEgress { gate: self, under };
-        Ok(SpawnResult::Ran(Box::new(
-            self.runner.run_with_egress(request, &egress).await?,
-        )))
+        let outcome = match self.runner.run_with_egress(request.sandbox(spec), &egress).await {
+            Ok(outcome) => outcome,
+            Err(err) => {
+                session.abandon();
+                return Err(err.into());
+            }
+        };
+        let change_set = session.finish(
+            &self.turn_id,
+            &action.target,
+            &under.snapshot,
+            outcome.exit_code,
+            Some(self.store.as_ref()),
+        )?;
+        Ok(Reviewed {
+            result: SpawnResult::Ran(Box::new(outcome)),
+            change_set: Some(change_set),
+        })
     }
 
     /// Open a file for reading through the gate: authorize, then open race-free beneath its

@@ -4,6 +4,7 @@
 pub mod action;
 pub mod approval;
 pub mod audit;
+pub mod changes;
 pub mod check;
 pub mod error;
 pub mod gate;

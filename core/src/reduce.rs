@@ -14,6 +14,7 @@
 //! | `decision_denied` | always | the person should see what the agent was refused |
 //! | `approval_requested` | always | |
 //! | `approval_resolved` | always | |
+//! | `changes_recorded`, `changes_applied`, `changes_discarded`, `changes_refused` | always | a reviewed command's change set and what a person did with it: one row each, `request_key` is the change set id |
 //!
 //! Notifications never add timeline rows (the audit log is the history; notifications are
 //! live UI state), so feeding both streams shows each event once.
@@ -156,7 +157,20 @@ pub fn is_visible(event: &TurnPermissionAuditEvent) -> bool {
         AuditEventKind::DecisionAllowed => event.cached_approval_used,
         AuditEventKind::DecisionDenied
         | AuditEventKind::ApprovalRequested
-        | AuditEventKind::ApprovalResolved => true,
+        | AuditEventKind::ApprovalResolved
+        | AuditEventKind::ChangesRecorded
+        | AuditEventKind::ChangesApplied
+        | AuditEventKind::ChangesDiscarded
+        | AuditEventKind::ChangesRefused => true,
+    }
+}
+
+/// A change set row's subject: its id and what it holds (the event's target).
+fn changes(event: &TurnPermissionAuditEvent) -> String {
+    let id = event.request_key.as_deref().unwrap_or("change set");
+    match &event.target {
+        Some(target) => format!("{id} `{target}`"),
+        None => id.to_owned(),
     }
 }
 
@@ -199,6 +213,13 @@ fn timeline_row(event: &TurnPermissionAuditEvent) -> Option<TimelineRow> {
             };
             format!("Approval {outcome}: {kind}")
         }
+        AuditEventKind::ChangesRecorded => format!("Changes to review: {}", changes(event)),
+        AuditEventKind::ChangesApplied => format!("Changes applied: {}", changes(event)),
+        AuditEventKind::ChangesDiscarded => format!("Changes discarded: {}", changes(event)),
+        AuditEventKind::ChangesRefused => match &event.reason {
+            Some(reason) => format!("Changes not applied ({reason}): {}", changes(event)),
+            None => format!("Changes not applied: {}", changes(event)),
+        },
     };
     if let Some(message) = &event.message {
         title = format!("{title}: \"{message}\"");

@@ -81,6 +81,8 @@ pub fn all() -> Vec<(&'static str, serde_json::Value)> {
             "TurnSecurityEnforcementStatus",
             schema::<TurnSecurityEnforcementStatus>(),
         ),
+        ("ChangeSet", schema::<crate::changes::ChangeSet>()),
+        ("Change", schema::<crate::changes::Change>()),
     ];
     out.sort_by_key(|(name, _)| *name);
     out

@@ -80,6 +80,7 @@ fn spec(workspace: &Path, net: TurnNetworkPolicySnapshot) -> SandboxSpec {
         home: None,
         masks: Vec::new(),
         masks_truncated: false,
+        review: None,
     }
 }
 

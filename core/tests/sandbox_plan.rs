@@ -31,6 +31,7 @@ fn spec(mode: NetworkMode, ports: Vec<u16>) -> SandboxSpec {
         home: None,
         masks: Vec::new(),
         masks_truncated: false,
+        review: None,
     }
 }
 

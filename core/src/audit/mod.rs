@@ -45,6 +45,15 @@ pub enum AuditEventKind {
     ApprovalRequested,
     /// A resolution was applied to an approval request.
     ApprovalResolved,
+    /// A reviewed command's writes were recorded as a change set (`request_key` is its id).
+    ChangesRecorded,
+    /// A change set was applied to the workspace.
+    ChangesApplied,
+    /// A change set was discarded; the workspace was never touched.
+    ChangesDiscarded,
+    /// Applying a change set was refused (conflicts, the file policy, tampering); `reason`
+    /// says which and `message` names the paths.
+    ChangesRefused,
 }
 
 impl AuditEventKind {
@@ -56,6 +65,10 @@ impl AuditEventKind {
             AuditEventKind::DecisionDenied => "decision_denied",
             AuditEventKind::ApprovalRequested => "approval_requested",
             AuditEventKind::ApprovalResolved => "approval_resolved",
+            AuditEventKind::ChangesRecorded => "changes_recorded",
+            AuditEventKind::ChangesApplied => "changes_applied",
+            AuditEventKind::ChangesDiscarded => "changes_discarded",
+            AuditEventKind::ChangesRefused => "changes_refused",
         }
     }
 }

@@ -93,7 +93,74 @@ fn view_spec(spec: &SandboxSpec, net: &NetPlan, proxy: Option<u16>) -> ViewSpec 
         empty_socket_dirs: !spec.network.allow_unix_sockets,
         network: matches!(net, NetPlan::BlockAll) || proxy.is_some(),
         egress_port: proxy,
+        overlays: spec.review.clone().unwrap_or_default(),
+        overlay_rule_fds: Vec::new(),
     }
+}
+
+/// The descriptors open in this process (`/proc/self/fd`).
+fn open_fds() -> std::collections::HashSet<i32> {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Of the descriptors in `new`, the `O_PATH` ones open on the directory `root` (by device
+/// and inode): the Landlock rule descriptors nono prepared for it.
+fn rule_fds_for(root: &std::path::Path, new: &[i32]) -> Vec<i32> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(root) else {
+        return Vec::new();
+    };
+    new.iter()
+        .copied()
+        .filter(|&fd| {
+            // SAFETY: fcntl and fstat on a descriptor number; a closed one just fails.
+            let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+            if flags < 0 || flags & libc::O_PATH == 0 {
+                return false;
+            }
+            // SAFETY: a zeroed stat buffer on the stack.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: as above.
+            let ok = unsafe { libc::fstat(fd, &mut st) } == 0;
+            ok && st.st_dev == meta.dev() && st.st_ino == meta.ino()
+        })
+        .collect()
+}
+
+/// Under review, every writable turn root must be one of the overlays: a root bound writable
+/// as it is would take its writes unreviewed.
+fn check_review(spec: &SandboxSpec, view: &ViewSpec) -> Result<(), SandboxError> {
+    if spec.review.is_none() {
+        return Ok(());
+    }
+    if spec.mode == SandboxMode::Unrestricted {
+        return Err(SandboxError::Prepare(
+            "reviewable writes need the namespace layer, which the unrestricted sandbox mode \
+             does not use; nothing was run"
+                .into(),
+        ));
+    }
+    for grant in spec.effective_grants() {
+        if grant.access != FsAccess::Write || !spec.is_turn_root(&grant.path) {
+            continue;
+        }
+        let Ok(path) = std::fs::canonicalize(&grant.path) else {
+            continue;
+        };
+        if !view.overlays.iter().any(|o| o.root == path) {
+            return Err(SandboxError::Prepare(format!(
+                "the writable root {} has no review overlay; nothing was run",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn access_mode(access: FsAccess) -> AccessMode {
@@ -209,15 +276,28 @@ impl SandboxBackend for LinuxNonoBackend {
             caps = caps.set_ipc_mode(IpcMode::Full);
         }
 
+        let before = spec.review.is_some().then(open_fds);
         let prepared: PreparedLandlockSandbox =
             Sandbox::prepare_seccomp_with_abi(&caps, &abi, SeccompOpts::network_baseline())
                 .map_err(|e| SandboxError::Prepare(e.to_string()))?;
+        // The descriptors nono opened for the reviewed roots' rules (see `ViewSpec`).
+        let new_fds: Vec<i32> = match &before {
+            Some(before) => open_fds().difference(before).copied().collect(),
+            None => Vec::new(),
+        };
 
         let unix_filter = !spec.network.allow_unix_sockets && unix_filter::SUPPORTED;
         let (namespaces, masks, entered) = if spec.mode == SandboxMode::Unrestricted {
+            check_review(spec, &ViewSpec::default())?;
             (None, Vec::new(), Vec::new())
         } else {
-            let view = view_spec(spec, &planned.net, proxy);
+            let mut view = view_spec(spec, &planned.net, proxy);
+            check_review(spec, &view)?;
+            view.overlay_rule_fds = view
+                .overlays
+                .iter()
+                .map(|o| rule_fds_for(&o.root, &new_fds))
+                .collect();
             let (plan, missing) =
                 NamespacePlan::new(&view, support).map_err(SandboxError::Prepare)?;
             degradations.extend(missing);

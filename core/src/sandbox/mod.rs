@@ -53,8 +53,9 @@ pub use restricted_token::RestrictedTokenBackend;
 pub use runner::{ProcessOutcome, ProcessRequest, ProcessRunner, RunError, StdinPolicy};
 pub use seatbelt::SeatbeltBackend;
 pub use spec::{
-    FsGrant, HOME_CONFIG, HOME_TOOLCHAINS, HOST_TMP_DIRS, Mask, MaskKind, SYSTEM_READ_DEVICES,
-    SYSTEM_READ_DIRS, SYSTEM_READ_ETC, SYSTEM_RW_DEVICES, SandboxSpec, TmpSpec,
+    FsGrant, HOME_CONFIG, HOME_TOOLCHAINS, HOST_TMP_DIRS, Mask, MaskKind, ReviewLayer,
+    SYSTEM_READ_DEVICES, SYSTEM_READ_DIRS, SYSTEM_READ_ETC, SYSTEM_RW_DEVICES, SandboxSpec,
+    TmpSpec,
 };
 
 /// Why a sandbox could not be set up. The command has not run.
@@ -206,6 +207,13 @@ pub fn prepare(
         report: SandboxReport::unavailable(backend.kind(), reason),
         launch: Launch::Unconfined,
     };
+    if spec.review.is_some() && backend.kind() != SandboxBackendKind::Nono {
+        return Err(SandboxError::InvalidSpec(format!(
+            "reviewable writes need overlayfs in a user namespace (Linux); the {:?} backend \
+             cannot provide it, so nothing was run",
+            backend.kind()
+        )));
+    }
     match spec.preference {
         SandboxBackendKind::ProviderNative => return Err(SandboxError::ProviderNative),
         SandboxBackendKind::None => {
@@ -214,17 +222,21 @@ pub fn prepare(
                     backend: SandboxBackendKind::None,
                     reason: "the snapshot selects no sandbox backend but requires one".into(),
                 }),
-                BackendRequirement::Optional => {
+                BackendRequirement::Optional if spec.review.is_none() => {
                     Ok(unconfined("the snapshot selects no sandbox backend".into()))
                 }
+                BackendRequirement::Optional => Err(SandboxError::InvalidSpec(
+                    "reviewable writes need a sandbox, and the snapshot selects none".into(),
+                )),
             };
         }
         _ => {}
     }
     match backend.prepare(spec) {
         Ok(prepared) => Ok(prepared),
+        // Never unreviewed: an optional sandbox that is missing refuses a review.
         Err(SandboxError::BackendUnavailable { reason, .. })
-            if spec.requirement == BackendRequirement::Optional =>
+            if spec.requirement == BackendRequirement::Optional && spec.review.is_none() =>
         {
             Ok(unconfined(reason))
         }

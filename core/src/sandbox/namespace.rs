@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use super::report::{Degradation, DegradationArea};
-use super::spec::{Mask, MaskKind};
+use super::spec::{Mask, MaskKind, ReviewLayer};
 
 // Mount API constants (linux/mount.h); stable kernel ABI, not all exported by `libc`.
 const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
@@ -63,6 +63,7 @@ pub(crate) const STEP_PARENT_GONE: u32 = 28;
 pub(crate) const STEP_CAPS: u32 = 29;
 pub(crate) const STEP_UNIX_FILTER: u32 = 30;
 pub(crate) const STEP_EGRESS_LISTENER: u32 = 31;
+pub(crate) const STEP_OVERLAY_RULE: u32 = 32;
 pub(crate) const STEP_MOUNT_BASE: u32 = 100;
 
 /// Which namespaces an unprivileged process may create on this machine.
@@ -171,6 +172,144 @@ fn probe_child() -> std::io::Result<NamespaceSupport> {
     let bits = u32::from_ne_bytes([msg[0], msg[1], msg[2], msg[3]]);
     let errno = i32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]]);
     Ok(NamespaceSupport::from_bits(bits, errno))
+}
+
+/// Whether an overlay can be mounted in a user namespace with its upper layer in `scratch`
+/// (a directory on the filesystem that will hold the upper dirs), and behaves as review needs:
+/// a whiteout for a deleted file and an opaque directory for a recreated one. A throwaway
+/// child tries it in its own namespaces; `scratch` is left empty. Kernels before 5.11 refuse
+/// an overlay in a user namespace; some filesystems cannot be its upper layer.
+pub fn probe_overlay(scratch: &Path) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+
+    let support = probe();
+    if !(support.user && support.mount) {
+        let why = std::io::Error::from_raw_os_error(support.errno.max(1));
+        return Err(format!("no user or mount namespace ({why})"));
+    }
+    let base = scratch.join(format!(".probe-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let io = |what: &str, e: std::io::Error| format!("overlay probe: {what}: {e}");
+    for dir in ["lower/d", "upper", "work"] {
+        std::fs::create_dir_all(base.join(dir)).map_err(|e| io("create", e))?;
+    }
+    std::fs::write(base.join("lower/f"), b"f").map_err(|e| io("create", e))?;
+    std::fs::write(base.join("lower/d/g"), b"g").map_err(|e| io("create", e))?;
+    let layer = ReviewLayer {
+        root: base.join("lower"),
+        upper: base.join("upper"),
+        work: base.join("work"),
+    };
+    let result = (|| {
+        let data = overlay_data(&layer)?;
+        let lower = cstring(&layer.root)?;
+        let file = cstring(&layer.root.join("f"))?;
+        let dir = cstring(&layer.root.join("d"))?;
+        let inner = cstring(&layer.root.join("d/g"))?;
+        let maps = IdMaps::current();
+        let (read_end, write_end) = super::runner::cloexec_pipe().map_err(|e| io("pipe", e))?;
+        let fd = write_end.as_raw_fd();
+        let mut cmd = std::process::Command::new("/");
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        // SAFETY: the hook runs between fork and exec and makes raw syscalls only on strings
+        // prepared above; it always ends in `_exit`.
+        unsafe {
+            cmd.pre_exec(move || {
+                let (step, err) = overlay_in_child(&maps, &lower, &data, &file, &dir, &inner);
+                let mut msg = [0u8; 8];
+                msg[..4].copy_from_slice(&step.to_ne_bytes());
+                msg[4..].copy_from_slice(&err.to_ne_bytes());
+                libc::write(fd, msg.as_ptr().cast(), msg.len());
+                libc::_exit(0);
+            });
+        }
+        let mut child = cmd.spawn().map_err(|e| io("spawn", e))?;
+        drop(write_end);
+        let mut msg = [0u8; 8];
+        // SAFETY: a live 8-byte buffer; every write end is closed once the child exits.
+        let n = unsafe { libc::read(read_end.as_raw_fd(), msg.as_mut_ptr().cast(), msg.len()) };
+        let _ = child.wait();
+        if n != 8 {
+            return Err("overlay probe: the child did not answer".to_owned());
+        }
+        let step = u32::from_ne_bytes([msg[0], msg[1], msg[2], msg[3]]);
+        let err = i32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]]);
+        if step == 0 {
+            return Ok(());
+        }
+        let what = match step {
+            1 => "create a user namespace",
+            2 => "write the id maps",
+            3 => "create a mount namespace",
+            4 => {
+                "mount an overlay in a user namespace (Linux 5.11 or later, and an upper \
+                  filesystem that supports user xattrs)"
+            }
+            5 => "delete a lower file through the overlay (whiteout)",
+            6 => "recreate a lower directory through the overlay (opaque directory)",
+            _ => "probe",
+        };
+        Err(format!(
+            "cannot {what}: {}",
+            std::io::Error::from_raw_os_error(err)
+        ))
+    })();
+    let _ = std::fs::remove_dir_all(&base);
+    result
+}
+
+/// The overlay probe's child side: `(0, 0)` or the failed step and its errno.
+fn overlay_in_child(
+    maps: &IdMaps,
+    lower: &std::ffi::CStr,
+    data: &std::ffi::CStr,
+    file: &std::ffi::CStr,
+    dir: &std::ffi::CStr,
+    inner: &std::ffi::CStr,
+) -> (u32, i32) {
+    // SAFETY (whole function): raw syscalls on NUL-terminated strings and scalars.
+    unsafe {
+        if libc::syscall(libc::SYS_unshare, libc::CLONE_NEWUSER) != 0 {
+            return (1, errno());
+        }
+        if let Err((_, e)) = maps.write_raw() {
+            return (2, e);
+        }
+        if libc::syscall(libc::SYS_unshare, libc::CLONE_NEWNS) != 0
+            || libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) != 0
+        {
+            return (3, errno());
+        }
+        if libc::mount(
+            c"overlay".as_ptr(),
+            lower.as_ptr(),
+            c"overlay".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            data.as_ptr().cast(),
+        ) != 0
+        {
+            return (4, errno());
+        }
+        if libc::unlink(file.as_ptr()) != 0 {
+            return (5, errno());
+        }
+        if libc::unlink(inner.as_ptr()) != 0
+            || libc::rmdir(dir.as_ptr()) != 0
+            || libc::mkdir(dir.as_ptr(), 0o755) != 0
+        {
+            return (6, errno());
+        }
+        (0, 0)
+    }
 }
 
 /// The probe's child side: `(bits, errno of the first failure)`.
@@ -416,15 +555,29 @@ enum MountOp {
     /// A fresh devpts instance.
     Devpts { path: CString },
     /// Bind `source` (an empty file) over `path`, read-only. `path` must still be the file
-    /// the walk judged (`dev`, `ino`; 0 skips the check).
+    /// the walk judged (`dev`, `ino`; 0 skips the check; inside a reviewed root see
+    /// [`Identity`]).
     MaskFile {
         source: CString,
         path: CString,
         dev: u64,
         ino: u64,
+        check: Identity,
     },
     /// An empty, unreadable, read-only tmpfs over the directory `path` (checked as above).
-    MaskDir { path: CString, dev: u64, ino: u64 },
+    MaskDir {
+        path: CString,
+        dev: u64,
+        ino: u64,
+        check: Identity,
+    },
+    /// Check that `path` is still the file the walk judged (`dev`, `ino`), before an overlay
+    /// covers it (the overlay reports other numbers for some files, see [`Identity`]).
+    Verify { path: CString, dev: u64, ino: u64 },
+    /// An overlay over the writable root `path` (its own lower layer); `data` holds the
+    /// options (`lowerdir`, `upperdir`, `workdir`, `userxattr`). Mounted before `/` is made
+    /// read-only: the overlay keeps a private writable clone of its upper layer's mount.
+    Overlay { path: CString, data: CString },
     /// Remove a file (the mask source, once every mask is mounted).
     Unlink { path: CString },
 }
@@ -448,8 +601,29 @@ impl MountOp {
                 format!("mask {}", s(path))
             }
             MountOp::Unlink { path } => format!("unlink {}", s(path)),
+            MountOp::Verify { path, .. } => format!("verify {}", s(path)),
+            MountOp::Overlay { path, .. } => format!("overlay (review) on {}", s(path)),
         }
     }
+}
+
+/// How a mask checks that its target is still the file the walk judged.
+///
+/// Through a freshly mounted overlay (its upper layer empty), every file below the root comes
+/// from the lower layer, one filesystem: a non-directory keeps its inode number but reports
+/// another device (the overlay's, or a per-layer one when the upper layer is on another
+/// filesystem), and a directory keeps its inode number only when both layers share a
+/// filesystem. Each such mask is also verified on the real path, device and inode, just before
+/// the overlay is mounted ([`MountOp::Verify`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Identity {
+    /// Device and inode (not under review).
+    Exact,
+    /// The inode only (in a reviewed root).
+    Inode,
+    /// Nothing more after the overlay (a directory when the layers are on two filesystems):
+    /// only the check before the overlay was mounted.
+    Verified,
 }
 
 /// Devices of the minimal `/dev` (bound from the host).
@@ -476,6 +650,13 @@ pub struct ViewSpec {
     /// The egress proxy's port: P listens on `127.0.0.1:PORT` inside the new network
     /// namespace and passes the listener to turngate (DESIGN §13).
     pub egress_port: Option<u16>,
+    /// Reviewable writes: an overlay over each of these writable roots (empty: none).
+    pub overlays: Vec<ReviewLayer>,
+    /// For each overlay, the descriptors of the Landlock path rules prepared for its root.
+    /// Landlock ignores a rule on a directory hidden by a mount, so once the overlay covers
+    /// the root, the child points these descriptors at the overlay's root instead (`dup3`),
+    /// before the ruleset is built from them.
+    pub overlay_rule_fds: Vec<Vec<i32>>,
 }
 
 /// Everything the child needs, prepared in the parent.
@@ -488,6 +669,8 @@ pub struct NamespacePlan {
     pid: bool,
     network: bool,
     egress_port: Option<u16>,
+    /// Each reviewed root and the Landlock rule descriptors to repoint at its overlay.
+    overlay_rules: Vec<(CString, Vec<i32>)>,
     /// The masks in force, for the report.
     pub(crate) masks: Vec<Mask>,
     /// The namespaces entered, by name, for the report.
@@ -562,6 +745,14 @@ impl NamespacePlan {
                 format!("no IPC namespace{why}: SysV IPC and POSIX message queues are the host's"),
             ));
         }
+        let mountable = support.user && support.mount;
+        if !view.overlays.is_empty() && !mountable {
+            // Never unreviewed: without a mount namespace the writes would land in place.
+            return Err(format!(
+                "reviewable writes need a user and a mount namespace, which this machine does \
+                 not allow{why}; nothing was run"
+            ));
+        }
         if !support.user {
             return Ok((None, missing));
         }
@@ -592,6 +783,17 @@ impl NamespacePlan {
             flags |= libc::CLONE_NEWIPC;
             entered.push("ipc");
         }
+        let mut overlay_rules = Vec::new();
+        for (i, layer) in view.overlays.iter().enumerate() {
+            let fds = view.overlay_rule_fds.get(i).cloned().unwrap_or_default();
+            if fds.is_empty() {
+                return Err(format!(
+                    "no Landlock rule was prepared for the reviewed root {}",
+                    layer.root.display()
+                ));
+            }
+            overlay_rules.push((cstring(&layer.root)?, fds));
+        }
         Ok((
             Some(NamespacePlan {
                 flags,
@@ -601,6 +803,7 @@ impl NamespacePlan {
                 pid: support.pid,
                 network,
                 egress_port: view.egress_port.filter(|_| network),
+                overlay_rules,
                 masks,
                 entered,
             }),
@@ -642,12 +845,99 @@ pub(crate) fn step_name(step: u32) -> &'static str {
         STEP_CAPS => "drop_capabilities",
         STEP_UNIX_FILTER => "seccomp_filter",
         STEP_EGRESS_LISTENER => "egress_listener",
+        STEP_OVERLAY_RULE => "overlay_landlock_rule",
         _ => "other",
     }
 }
 
+/// The overlay's mount options for `layer`. Paths that the option parser would split (`,`
+/// between options, `:` between lower layers, `\\` escapes) are refused.
+fn overlay_data(layer: &ReviewLayer) -> Result<CString, String> {
+    let mut data = Vec::new();
+    for (key, path) in [
+        ("lowerdir", &layer.root),
+        ("upperdir", &layer.upper),
+        ("workdir", &layer.work),
+    ] {
+        let bytes = path.as_os_str().as_bytes();
+        if bytes
+            .iter()
+            .any(|b| matches!(b, b',' | b':' | b'\\' | b'\n'))
+        {
+            return Err(format!(
+                "cannot review {}: the path {} holds a character overlayfs options cannot \
+                 carry (`,`, `:`, `\\`)",
+                layer.root.display(),
+                path.display()
+            ));
+        }
+        if !data.is_empty() {
+            data.push(b',');
+        }
+        data.extend_from_slice(key.as_bytes());
+        data.push(b'=');
+        data.extend_from_slice(bytes);
+    }
+    // In a user namespace only `user.` xattrs can be written: without `userxattr` the
+    // overlay cannot mark a directory opaque, and `rm -rf dir` fails with EIO.
+    data.extend_from_slice(b",userxattr");
+    CString::new(data).map_err(|_| format!("path under {} has a NUL byte", layer.root.display()))
+}
+
 fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>, String> {
     let mut ops = vec![MountOp::MakePrivate];
+    // 0. Overlays over the reviewed roots, while `/` (and so their upper layers' mount) is
+    //    still writable. A root nested in another reviewed root is refused: its lower layer
+    //    would be the outer overlay, and its changes would be split between two upper dirs.
+    for layer in &view.overlays {
+        if view
+            .overlays
+            .iter()
+            .any(|o| o.root != layer.root && layer.root.starts_with(&o.root))
+        {
+            return Err(format!(
+                "cannot review {}: it lies inside the reviewed root {}",
+                layer.root.display(),
+                view.overlays
+                    .iter()
+                    .find(|o| o.root != layer.root && layer.root.starts_with(&o.root))
+                    .map_or_else(String::new, |o| o.root.display().to_string())
+            ));
+        }
+        for mask in view
+            .masks
+            .iter()
+            .filter(|m| m.kind == MaskKind::Hidden && m.ino != 0 && m.path.starts_with(&layer.root))
+        {
+            ops.push(MountOp::Verify {
+                path: cstring(&mask.path)?,
+                dev: mask.dev,
+                ino: mask.ino,
+            });
+        }
+        ops.push(MountOp::Overlay {
+            path: cstring(&layer.root)?,
+            data: overlay_data(layer)?,
+        });
+    }
+    let identity = |mask: &Mask| -> Identity {
+        use std::os::unix::fs::MetadataExt;
+        let Some(layer) = view
+            .overlays
+            .iter()
+            .find(|o| mask.path.starts_with(&o.root))
+        else {
+            return Identity::Exact;
+        };
+        if !mask.dir {
+            return Identity::Inode;
+        }
+        let dev = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+        match (dev(&layer.root), dev(&layer.upper)) {
+            (Some(a), Some(b)) if a == b => Identity::Inode,
+            _ => Identity::Verified,
+        }
+    };
     // 1. Clone the devices before /dev is covered.
     let mut devices = Vec::new();
     for (slot, name) in DEVICES.iter().enumerate() {
@@ -801,11 +1091,13 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
     }
     for mask in &hidden {
         let path = cstring(&mask.path)?;
+        let check = identity(mask);
         ops.push(if mask.dir {
             MountOp::MaskDir {
                 path,
                 dev: mask.dev,
                 ino: mask.ino,
+                check,
             }
         } else {
             MountOp::MaskFile {
@@ -813,6 +1105,7 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
                 path,
                 dev: mask.dev,
                 ino: mask.ino,
+                check,
             }
         });
         masks_out.push((*mask).clone());
@@ -981,8 +1274,9 @@ fn mount_op(op: &MountOp, slots: &mut [libc::c_int; SLOTS]) -> Result<(), i32> {
                 path,
                 dev,
                 ino,
+                check,
             } => {
-                let target = Fd(open_exact(path, *dev, *ino)?);
+                let target = Fd(open_exact(path, *dev, *ino, *check)?);
                 let mask = Fd(open_tree(libc::AT_FDCWD, source, 0)?);
                 set_attr(
                     mask.0,
@@ -993,8 +1287,13 @@ fn mount_op(op: &MountOp, slots: &mut [libc::c_int; SLOTS]) -> Result<(), i32> {
                 )?;
                 move_onto(mask.0, target.0)
             }
-            MountOp::MaskDir { path, dev, ino } => {
-                let target = Fd(open_exact(path, *dev, *ino)?);
+            MountOp::MaskDir {
+                path,
+                dev,
+                ino,
+                check,
+            } => {
+                let target = Fd(open_exact(path, *dev, *ino, *check)?);
                 // mount(2) onto the descriptor's magic link: exactly the directory opened,
                 // whatever its path has become since.
                 let mut link = [0u8; 32];
@@ -1008,6 +1307,21 @@ fn mount_op(op: &MountOp, slots: &mut [libc::c_int; SLOTS]) -> Result<(), i32> {
                 ) as libc::c_long)
             }
             MountOp::Unlink { path } => ok(libc::unlink(path.as_ptr()) as libc::c_long),
+            MountOp::Verify { path, dev, ino } => {
+                let _target = Fd(open_exact(path, *dev, *ino, Identity::Exact)?);
+                Ok(())
+            }
+            MountOp::Overlay { path, data } => {
+                // The root itself must not have become a symlink since the plan was made.
+                let _target = Fd(open_exact(path, 0, 0, Identity::Exact)?);
+                ok(libc::mount(
+                    c"overlay".as_ptr(),
+                    path.as_ptr(),
+                    c"overlay".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV,
+                    data.as_ptr().cast(),
+                ) as libc::c_long)
+            }
         }
     }
 }
@@ -1038,8 +1352,13 @@ const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x0000_0040;
 
 /// Open `path` as an `O_PATH` descriptor without following any symlink on the way (the plan's
 /// paths are canonical, so a symlink there is a swap since the walk) and, when `ino` is not 0,
-/// check it is still the file the walk judged.
-fn open_exact(path: &std::ffi::CStr, dev: u64, ino: u64) -> Result<libc::c_int, i32> {
+/// check it is still the file the walk judged, as `check` says.
+fn open_exact(
+    path: &std::ffi::CStr,
+    dev: u64,
+    ino: u64,
+    check: Identity,
+) -> Result<libc::c_int, i32> {
     let how = OpenHow {
         flags: (libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW) as u64,
         mode: 0,
@@ -1069,7 +1388,12 @@ fn open_exact(path: &std::ffi::CStr, dev: u64, ino: u64) -> Result<libc::c_int, 
             unsafe { libc::close(fd) };
             return Err(e);
         }
-        if st.st_dev != dev || st.st_ino != ino {
+        let same = match check {
+            Identity::Exact => st.st_dev == dev && st.st_ino == ino,
+            Identity::Inode => st.st_ino == ino,
+            Identity::Verified => true,
+        };
+        if !same {
             // SAFETY: as above.
             unsafe { libc::close(fd) };
             return Err(libc::ESTALE);
@@ -1117,7 +1441,7 @@ fn move_onto(mount: libc::c_int, target: libc::c_int) -> Result<(), i32> {
 /// opened without following symlinks, so a path swapped for a symlink since the plan was made
 /// fails (ELOOP) instead of binding whatever it now points to.
 fn bind_over_itself(path: &std::ffi::CStr, set: u64, clear: u64) -> Result<(), i32> {
-    let target = Fd(open_exact(path, 0, 0)?);
+    let target = Fd(open_exact(path, 0, 0, Identity::Exact)?);
     let tree = Fd(open_tree(target.0, c"", AT_RECURSIVE)?);
     let empty = libc::AT_EMPTY_PATH as libc::c_uint;
     match set_attr(tree.0, c"", empty | AT_RECURSIVE, set, clear) {
@@ -1269,6 +1593,17 @@ impl NamespacePlan {
                 for (i, op) in self.ops.iter().enumerate() {
                     if let Err(e) = mount_op(op, &mut slots) {
                         return Err((STEP_MOUNT_BASE + i as u32, e));
+                    }
+                }
+                for (root, fds) in &self.overlay_rules {
+                    let fd = match open_exact(root, 0, 0, Identity::Exact) {
+                        Ok(fd) => Fd(fd),
+                        Err(e) => return Err((STEP_OVERLAY_RULE, e)),
+                    };
+                    for target in fds {
+                        if libc::dup3(fd.0, *target, libc::O_CLOEXEC) < 0 {
+                            return Err((STEP_OVERLAY_RULE, errno()));
+                        }
                     }
                 }
             }

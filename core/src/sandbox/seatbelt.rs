@@ -236,6 +236,7 @@ mod tests {
             home: None,
             masks: Vec::new(),
             masks_truncated: false,
+            review: None,
         }
     }
 

@@ -178,6 +178,21 @@ pub struct SandboxSpec {
     pub masks: Vec<Mask>,
     /// Whether the walk that found the masks stopped at its cap (deeper paths are not masked).
     pub masks_truncated: bool,
+    /// Reviewable writes: every writable turn root is an overlay whose writes land in an upper
+    /// directory (see [`crate::changes`]). `None` binds the roots writable as they are.
+    pub review: Option<Vec<ReviewLayer>>,
+}
+
+/// One writable root under review: an overlay with `root` as its lower layer and `upper` and
+/// `work` (on one filesystem, in the state dir) for its writes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ReviewLayer {
+    /// The writable root (canonical).
+    pub root: PathBuf,
+    /// The overlay's upper directory: where the command's writes land.
+    pub upper: PathBuf,
+    /// The overlay's work directory (same filesystem as `upper`).
+    pub work: PathBuf,
 }
 
 impl SandboxSpec {
@@ -209,6 +224,7 @@ impl SandboxSpec {
                 .filter(|h| h.is_absolute() && h != Path::new("/")),
             masks: Vec::new(),
             masks_truncated: false,
+            review: None,
         }
     }
 
