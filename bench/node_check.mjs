@@ -20,7 +20,7 @@ const N = 200_000
 const REPEAT = 7
 
 function policy100Rules() {
-  let p = turngate.Policy.default().layer('bench')
+  let p = turngate.Policy.tiered().layer('bench')
   for (let i = 0; i < 50; i++) {
     p = p.rule('file_read', 'deny', `secret${i}/**/*.key`)
     p = p.rule('file_write', 'allow', `src/mod${i}/*.rs`)

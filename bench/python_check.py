@@ -18,7 +18,7 @@ REPEAT = 7
 
 
 def policy_100_rules() -> turngate.Policy:
-    p = turngate.Policy.default().layer("bench")
+    p = turngate.Policy.tiered().layer("bench")
     for i in range(50):
         p = p.rule("file_read", "deny", f"secret{i}/**/*.key")
         p = p.rule("file_write", "allow", f"src/mod{i}/*.rs")

@@ -68,9 +68,37 @@ export interface ApprovalAsk {
   request: ApprovalRequest
   /** The action that runs if approved. */
   action: { kind: ActionKind; target: string; tool?: string }
-  /** The ask verdict: `{ effect, rule, layer, reason }` (`rule` is the deciding pattern). */
-  verdict: { effect: Effect; rule: string | null; layer: string; reason: string }
+  /** The ask verdict. */
+  verdict: Verdict
 }
+
+// The facade's records (bindings/src), the same fields in every language, camelCased.
+/** A rule: a kind, an effect, a glob on the target, an optional glob on the tool. */
+export interface Rule { kind: ActionKind; effect: Effect; pattern: string; tool?: string | null }
+/** The verdict of an action: the effect, the deciding rule (null when a default decided), its layer, a machine-readable reason. */
+export interface Verdict { effect: Effect; rule: Rule | null; layer: string; reason: string }
+/** One tool call as the gate takes it (unknown fields throw). */
+export interface Invocation { kind: ActionKind; target: string; tool?: string | null; itemId?: string | null; toolId?: string | null; cwd?: string | null }
+/** A checker evaluation: the verdict, the canonical target judged, and for a shell command that is denied or asks, the part of the line that decided. */
+export interface Evaluation { verdict: Verdict; target: string; decidedBy: string | null }
+/** A refusal, shaped as a tool result the model can adapt to. */
+export interface Denial { kind: ActionKind; target: string; tool: string | null; reason: string; verdict: Verdict | null; toolResult: string }
+/** The gate allowed the call: run this action (the approver's modified one, re-checked). */
+export interface Allowed { outcome: 'allowed'; kind: ActionKind; target: string; tool: string | null; verdict: Verdict; cachedApproval: boolean; remember: Rule[] }
+/** The gate refused the call. */
+export interface Denied extends Denial { outcome: 'denied' }
+/** The approver deferred: the request is persisted in the store. */
+export interface Deferred { outcome: 'deferred'; request: ApprovalRequest; reason: string; toolResult: string }
+/** What the gate decided for one call; `outcome` says which fields it has. */
+export type Authorization = Allowed | Denied | Deferred
+/** What the file checker decided, with the path forms it judged. */
+export interface FileCheck { verdict: Verdict; lexical: string | null; resolved: string | null; root: string | null }
+/** What the network checker decided for one target. */
+export interface NetworkCheck { verdict: Verdict; host: string | null; port: number | null; hostPort: string | null; scheme: string | null; addressClass: string | null }
+/** A network check and the vetted addresses to connect to (empty unless allowed or asked). */
+export interface NetworkResolution { check: NetworkCheck; addrs: string[] }
+/** What the shell parser finds in a command line. */
+export interface ParsedCommandLine { programs: string[]; unresolved: string[]; plain: boolean }
 /** What a JavaScript approver may answer. */
 export type ApproverAnswer = boolean | 'approve' | 'allow' | 'deny' | 'defer' | Decision
 /** A JavaScript approver: returns an answer or a Promise of one; a rejection is a denial. */

@@ -204,16 +204,16 @@ enum TgStatus tg_policy_from_toml(const char *text,
 enum TgStatus tg_policy_from_mode(const char *mode, struct TgPolicy **out_policy);
 
 /**
- * The tiered `Policy::default()`: reads allowed, writes and exec ask (`rustc` and the optional
+ * The tiered policy (`tiered` in every language): reads allowed, writes and exec ask (`rustc` and the optional
  * `test_binary` allowed), network denied (the optional `provider_host` allowed), secrets
  * denied. Both arguments may be NULL. On success `*out_policy` is owned by the caller.
  *
  * # Safety
  * `test_binary` and `provider_host` are NULL or NUL-terminated; `out_policy` is writable.
  */
-enum TgStatus tg_policy_default(const char *test_binary,
-                                const char *provider_host,
-                                struct TgPolicy **out_policy);
+enum TgStatus tg_policy_tiered(const char *test_binary,
+                               const char *provider_host,
+                               struct TgPolicy **out_policy);
 
 /**
  * `Policy::permissive()`: enforces nothing. On success `*out_policy` is owned by the caller.
@@ -735,8 +735,8 @@ enum TgStatus tg_gate_run_approved_json(const struct TgGate *gate,
  * root (`openat2` with `RESOLVE_BENEATH` on Linux), blocking until decided. When opened,
  * `*out_fd` is a read-only descriptor owned by the caller (release with `close`) and
  * `*out_denial_json` stays NULL. When refused (by the policy, the approver, a deferral or the
- * race-free open), `*out_fd` is -1 and `*out_denial_json` the denial as
- * `tg_gate_authorize_json` writes it, owned by the caller; the status is still
+ * race-free open), `*out_fd` is -1 and `*out_denial_json` the `Denial`
+ * record (`{"kind", "target", "tool", "reason", "verdict", "tool_result"}`), owned by the caller; the status is still
  * `TG_STATUS_OK`.
  *
  * # Safety

@@ -11,6 +11,7 @@ use turngate::snapshot::SnapshotError;
 
 /// Every failure a binding can see. Each variant names what was wrong in `message`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Error))]
 #[non_exhaustive]
 pub enum TurnGateError {
     /// A policy did not parse or compile, or named an unknown kind, effect or mode.

@@ -7,7 +7,7 @@ use turngate_ffi::{ActionRecord, Effect, PolicyHandle, TurnGateError, snapshot};
 
 #[test]
 fn check_and_explain_agree_with_the_core() {
-    let handle = PolicyHandle::default_tiered(None, None).unwrap();
+    let handle = PolicyHandle::tiered(None, None).unwrap();
     let core = turngate::Policy::default().compile().unwrap();
     for (kind, target) in [
         ("file_read", "src/lib.rs"),

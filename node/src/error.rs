@@ -96,6 +96,21 @@ pub fn js_error(env: &Env, e: TurnGateError) -> napi::Error {
     }
 }
 
+/// A facade record as a JavaScript object: its JSON form with camelCase field names
+/// (`turngate_ffi::wire`), the same fields as in every language.
+pub fn record<T: serde::Serialize>(env: &Env, value: &T) -> napi::Result<Value> {
+    turngate_ffi::wire::to_camel_value("result", value).or_throw(env)
+}
+
+/// An options record (an `Invocation`, ...) from a camelCase object; unknown fields throw.
+pub fn options<T: serde::de::DeserializeOwned>(
+    env: &Env,
+    what: &str,
+    value: Value,
+) -> napi::Result<T> {
+    turngate_ffi::wire::from_camel_value(what, value).or_throw(env)
+}
+
 /// `Result<T, TurnGateError>` to a napi result, building the native error.
 pub trait OrThrow<T> {
     /// Map the error through [`js_error`].

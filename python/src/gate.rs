@@ -8,10 +8,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use serde_json::Value;
-use turngate_ffi::check::{
-    self as ffi_check, FileCheckRecord, NetworkCheckRecord, NetworkResolutionRecord,
-    SpawnPlanRecord, SpawnPlanRequest,
-};
+use turngate_ffi::check::{self as ffi_check, SpawnPlanRecord, SpawnPlanRequest};
 use turngate_ffi::gate::ProcessOutcomeRecord;
 use turngate_ffi::{
     ApproverHandle, AuthorizationRecord, BrokerHandle, DecisionRecord, DenialRecord, GateHandle,
@@ -20,137 +17,14 @@ use turngate_ffi::{
 
 use crate::aio::{Done, awaitable, blocking, running_loop};
 use crate::approver::{LoopSlot, PyApprover, decision_of};
-use crate::{IntoPy, InvalidInput, PermissionDenied, PyPolicy, PyRule, PyVerdict, from_py, to_py};
+use crate::{IntoPy, InvalidInput, PermissionDenied, PyPolicy, from_py, record, to_py};
 
 fn json_out(py: Python<'_>, v: Value) -> PyResult<Py<PyAny>> {
     Ok(to_py(py, &v)?.unbind())
 }
 
-// ---- records as Python objects --------------------------------------------------------------
-
-/// What the gate decided for one call. `outcome` is `"allowed"`, `"denied"` or `"deferred"`;
-/// truthy only when allowed. A denial or a deferral carries `reason` and `tool_result` (the
-/// text to hand the model, worded by the core); a deferral also carries `request` (the
-/// persisted `TurnPermissionApprovalRequest`).
-#[pyclass(frozen, module = "turngate", name = "Authorization")]
-pub(crate) struct PyAuthorization {
-    #[pyo3(get)]
-    outcome: &'static str,
-    #[pyo3(get)]
-    kind: String,
-    #[pyo3(get)]
-    target: String,
-    #[pyo3(get)]
-    tool: Option<String>,
-    #[pyo3(get)]
-    verdict: Option<PyVerdict>,
-    #[pyo3(get)]
-    cached_approval: bool,
-    #[pyo3(get)]
-    remember: Vec<PyRule>,
-    #[pyo3(get)]
-    reason: Option<String>,
-    #[pyo3(get)]
-    tool_result: Option<String>,
-    #[pyo3(get)]
-    request: Option<Py<PyAny>>,
-}
-
-#[pymethods]
-impl PyAuthorization {
-    /// True when the action may run.
-    #[getter]
-    fn allowed(&self) -> bool {
-        self.outcome == "allowed"
-    }
-
-    fn __bool__(&self) -> bool {
-        self.allowed()
-    }
-
-    fn __repr__(&self) -> String {
-        match &self.reason {
-            Some(r) => format!(
-                "Authorization({}, {} {:?}: {r})",
-                self.outcome, self.kind, self.target
-            ),
-            None => format!(
-                "Authorization({}, {} {:?})",
-                self.outcome, self.kind, self.target
-            ),
-        }
-    }
-}
-
-fn denial_auth(d: DenialRecord) -> PyAuthorization {
-    PyAuthorization {
-        outcome: "denied",
-        kind: d.kind,
-        target: d.target,
-        tool: d.tool,
-        verdict: d.verdict.map(PyVerdict::from),
-        cached_approval: false,
-        remember: Vec::new(),
-        reason: Some(d.reason),
-        tool_result: Some(d.tool_result),
-        request: None,
-    }
-}
-
-fn deferred_auth(
-    py: Python<'_>,
-    request: &Value,
-    reason: String,
-    tool_result: String,
-) -> PyResult<PyAuthorization> {
-    let text = |k: &str| request.get(k).and_then(Value::as_str).map(str::to_owned);
-    Ok(PyAuthorization {
-        outcome: "deferred",
-        kind: text("action_kind").unwrap_or_default(),
-        target: request
-            .pointer("/details/target")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        tool: text("tool_name"),
-        verdict: None,
-        cached_approval: false,
-        remember: Vec::new(),
-        reason: Some(reason),
-        tool_result: Some(tool_result),
-        request: Some(to_py(py, request)?.unbind()),
-    })
-}
-
 fn auth_out(py: Python<'_>, a: AuthorizationRecord) -> PyResult<Py<PyAny>> {
-    let auth = match a {
-        AuthorizationRecord::Allowed {
-            kind,
-            target,
-            tool,
-            verdict,
-            cached_approval,
-            remember,
-        } => PyAuthorization {
-            outcome: "allowed",
-            kind,
-            target,
-            tool,
-            verdict: Some(verdict.into()),
-            cached_approval,
-            remember: remember.into_iter().map(PyRule::from).collect(),
-            reason: None,
-            tool_result: None,
-            request: None,
-        },
-        AuthorizationRecord::Denied(d) => denial_auth(d),
-        AuthorizationRecord::Deferred {
-            request,
-            reason,
-            tool_result,
-        } => deferred_auth(py, &request, reason, tool_result)?,
-    };
-    Ok(Py::new(py, auth)?.into_any())
+    record(py, &a)
 }
 
 /// What `Gate.spawn` did: `outcome` is `"ran"`, `"denied"` or `"deferred"`. A run carries
@@ -302,39 +176,6 @@ fn open_write_out(py: Python<'_>, o: OpenRecord) -> PyResult<Py<PyAny>> {
     open_out(py, o, "wb")
 }
 
-fn verdict_obj(py: Python<'_>, v: turngate_ffi::VerdictRecord) -> PyResult<Bound<'_, PyAny>> {
-    Ok(Py::new(py, PyVerdict::from(v))?.into_bound(py).into_any())
-}
-
-fn network_dict<'py>(py: Python<'py>, c: NetworkCheckRecord) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("verdict", verdict_obj(py, c.verdict)?)?;
-    d.set_item("host", c.host)?;
-    d.set_item("port", c.port)?;
-    d.set_item("host_port", c.host_port)?;
-    d.set_item("scheme", c.scheme)?;
-    d.set_item("address_class", c.address_class)?;
-    Ok(d)
-}
-
-fn resolution_dict<'py>(
-    py: Python<'py>,
-    r: NetworkResolutionRecord,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = network_dict(py, r.check)?;
-    d.set_item("addrs", r.addrs)?;
-    Ok(d)
-}
-
-fn file_dict<'py>(py: Python<'py>, c: FileCheckRecord) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("verdict", verdict_obj(py, c.verdict)?)?;
-    d.set_item("lexical", c.lexical)?;
-    d.set_item("resolved", c.resolved)?;
-    d.set_item("root", c.root)?;
-    Ok(d)
-}
-
 fn env_dict<'py>(
     py: Python<'py>,
     env: turngate_ffi::check::FilteredEnvRecord,
@@ -356,26 +197,10 @@ fn env_dict<'py>(
     Ok(d)
 }
 
-fn plan_dict<'py>(py: Python<'py>, p: SpawnPlanRecord) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("verdict", verdict_obj(py, p.verdict)?)?;
-    d.set_item("argv", p.argv)?;
-    d.set_item("cwd", p.cwd)?;
-    d.set_item("env", env_dict(py, p.env)?)?;
-    d.set_item("timeout_ms", p.timeout_ms)?;
-    d.set_item("inherit_stdin", p.inherit_stdin)?;
-    d.set_item("new_session", p.new_session)?;
-    d.set_item("sandbox_required", p.sandbox_required)?;
-    let commands = PyList::empty(py);
-    for c in p.commands {
-        let e = PyDict::new(py);
-        e.set_item("program", c.program)?;
-        e.set_item("args", c.args)?;
-        e.set_item("verdict", verdict_obj(py, c.verdict)?)?;
-        commands.append(e)?;
-    }
-    d.set_item("commands", commands)?;
-    d.set_item("unresolved", p.unresolved)?;
+fn plan_dict(py: Python<'_>, p: SpawnPlanRecord) -> PyResult<Py<PyAny>> {
+    let d = record(py, &p)?;
+    // The environment as bytes pairs: names and values need not be UTF-8.
+    d.bind(py).set_item("env", env_dict(py, p.env)?)?;
     Ok(d)
 }
 
@@ -829,10 +654,10 @@ impl PyGate {
         target: &str,
         tool: Option<String>,
         cwd: Option<String>,
-    ) -> PyResult<(PyVerdict, String)> {
+    ) -> PyResult<Py<PyAny>> {
         let inv = invocation(kind, target, tool, None, None, cwd);
         let e = self.handle.evaluate(&inv).py_err(py)?;
-        Ok((e.verdict.into(), e.target))
+        record(py, &e)
     }
 
     /// Decide one call (awaitable): evaluate with the checker of its kind, consult grants,
@@ -1033,10 +858,10 @@ impl PyGate {
         py: Python<'py>,
         url: &str,
         tool: Option<&str>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Py<PyAny>> {
         let h = &self.handle;
         let r = py.detach(|| h.resolve_and_check(url, tool));
-        resolution_dict(py, r)
+        record(py, &r)
     }
 
     /// Grant `scope_hash` for the rest of the turn.
@@ -1062,14 +887,14 @@ pub(crate) fn check_file<'py>(
     kind: &str,
     path: std::path::PathBuf,
     tool: Option<&str>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Py<PyAny>> {
     let sandbox = from_py(sandbox, "sandbox")?;
     let policy = Arc::clone(&policy.get().handle);
     let path = path.to_string_lossy().into_owned();
     let c = py
         .detach(|| ffi_check::check_file(sandbox, &policy, kind, &path, tool))
         .py_err(py)?;
-    file_dict(py, c)
+    record(py, &c)
 }
 
 /// Check a network target (URL or `host[:port]`) with the network checker of a
@@ -1083,10 +908,10 @@ pub(crate) fn check_network<'py>(
     policy: &Bound<'py, PyPolicy>,
     target: &str,
     tool: Option<&str>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Py<PyAny>> {
     let network = from_py(network, "network")?;
     let c = ffi_check::check_network(network, &policy.get().handle, target, tool).py_err(py)?;
-    network_dict(py, c)
+    record(py, &c)
 }
 
 fn env_arg(env: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(Vec<u8>, Vec<u8>)>> {
@@ -1133,7 +958,7 @@ pub(crate) fn plan_spawn<'py>(
     env: Option<&Bound<'py, PyAny>>,
     timeout_ms: Option<u64>,
     tool: Option<String>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Py<PyAny>> {
     let (sandbox, process) = (from_py(sandbox, "sandbox")?, from_py(process, "process")?);
     let request = SpawnPlanRequest {
         command_line,
@@ -1189,11 +1014,11 @@ pub(crate) fn evaluate(
     target: &str,
     tool: Option<String>,
     cwd: Option<String>,
-) -> PyResult<(PyVerdict, String)> {
+) -> PyResult<Py<PyAny>> {
     let snapshot = from_py(snapshot, "snapshot")?;
     let inv = invocation(kind, target, tool, None, None, cwd);
     let e = py
         .detach(|| ffi_check::evaluate(snapshot, &inv))
         .py_err(py)?;
-    Ok((e.verdict.into(), e.target))
+    record(py, &e)
 }

@@ -6,6 +6,8 @@ from typing import Any, BinaryIO, Literal, Optional, Union, final, overload
 
 from typing_extensions import disjoint_base
 
+from ._types import Authorization, Evaluation, Rule, Verdict
+
 _Effect = Literal["allow", "ask", "deny"]
 _JSON = Any
 _ActionTuple = Union[tuple[str, str], tuple[str, str, Optional[str]]]
@@ -59,34 +61,6 @@ class PermissionDenied(TurnGateError):
     target: str
 
 @final
-class Rule:
-    """A rule: a kind, an effect, a glob on the target, an optional tool glob."""
-
-    @property
-    def kind(self) -> str: ...
-    @property
-    def effect(self) -> _Effect: ...
-    @property
-    def pattern(self) -> str: ...
-    @property
-    def tool(self) -> Optional[str]: ...
-    def to_dict(self) -> dict[str, str]: ...
-
-@final
-class Verdict:
-    """The verdict of an action: effect, deciding rule and layer, reason."""
-
-    @property
-    def effect(self) -> _Effect: ...
-    @property
-    def rule(self) -> Optional[Rule]: ...
-    @property
-    def layer(self) -> str: ...
-    @property
-    def reason(self) -> str: ...
-    def to_dict(self) -> dict[str, Optional[str]]: ...
-
-@final
 class Policy:
     """A compiled, immutable policy."""
 
@@ -100,7 +74,7 @@ class Policy:
     @staticmethod
     def from_file(path: Union[str, os.PathLike[str]]) -> Policy: ...
     @staticmethod
-    def default(
+    def tiered(
         test_binary: Optional[str] = None, provider_host: Optional[str] = None
     ) -> Policy: ...
     @staticmethod
@@ -188,34 +162,6 @@ class Decision:
     def kind(self) -> Literal["approve", "deny", "defer"]: ...
     @property
     def reason(self) -> Optional[str]: ...
-
-@final
-class Authorization:
-    """What the gate decided for one call; truthy only when allowed."""
-
-    @property
-    def outcome(self) -> Literal["allowed", "denied", "deferred"]: ...
-    @property
-    def allowed(self) -> bool: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def target(self) -> str: ...
-    @property
-    def tool(self) -> Optional[str]: ...
-    @property
-    def verdict(self) -> Optional[Verdict]: ...
-    @property
-    def cached_approval(self) -> bool: ...
-    @property
-    def remember(self) -> list[Rule]: ...
-    @property
-    def reason(self) -> Optional[str]: ...
-    @property
-    def tool_result(self) -> Optional[str]: ...
-    @property
-    def request(self) -> Optional[dict[str, _JSON]]: ...
-    def __bool__(self) -> bool: ...
 
 @final
 class SpawnResult:
@@ -327,7 +273,7 @@ class Gate:
     def snapshot(self) -> dict[str, _JSON]: ...
     def evaluate(
         self, kind: str, target: str, tool: Optional[str] = None, cwd: Optional[str] = None
-    ) -> tuple[Verdict, str]: ...
+    ) -> Evaluation: ...
     def authorize(
         self,
         kind: str,
@@ -418,13 +364,12 @@ def evaluate(
     target: str,
     tool: Optional[str] = None,
     cwd: Optional[str] = None,
-) -> tuple[Verdict, str]: ...
+) -> Evaluation: ...
 
 
 __all__ = [
     "ApprovalError",
-    "Authorization",
-    "Broker",
+        "Broker",
     "Decision",
     "Gate",
     "PendingApproval",
@@ -442,12 +387,10 @@ __all__ = [
     "InvalidInput",
     "Policy",
     "PolicyError",
-    "Rule",
     "SandboxUnavailable",
     "SnapshotError",
     "StoreError",
     "TurnGateError",
-    "Verdict",
     "cap_from_parent",
     "ensure_native_shell_allowed",
     "intersect",

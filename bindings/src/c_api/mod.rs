@@ -43,7 +43,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::{Effect, PolicyHandle, RuleRecord, TurnGateError, VerdictRecord, reduce, snapshot};
+use crate::{Effect, PolicyHandle, TurnGateError, reduce, snapshot};
 
 /// The outcome of a fallible call. Non-zero values are failures; the message is in
 /// `tg_last_error_message()`.
@@ -325,25 +325,9 @@ unsafe fn policy_result(
     unsafe { handle_result("out_policy", out, || Ok(TgPolicy { handle: f()? })) }
 }
 
-/// A verdict as JSON: `{"effect", "rule", "layer", "reason"}`, `rule` the deciding rule's
-/// pattern or null. The one verdict shape of the C ABI.
-fn verdict_json(v: VerdictRecord) -> Value {
-    serde_json::json!({
-        "effect": v.effect.as_str(),
-        "rule": v.rule.map(|r| r.pattern),
-        "layer": v.layer,
-        "reason": v.reason,
-    })
-}
-
-/// A rule as JSON: `{"kind", "effect", "pattern", "tool"}`.
-fn rule_json(r: RuleRecord) -> Value {
-    serde_json::json!({
-        "kind": r.kind,
-        "effect": r.effect.as_str(),
-        "pattern": r.pattern,
-        "tool": r.tool,
-    })
+/// A facade record as JSON: its serde form, the one shape every language sees.
+fn record_json<T: serde::Serialize>(what: &str, record: &T) -> Result<Value, Failure> {
+    Ok(crate::convert::to_value(what, record)?)
 }
 
 /// Writes `value` as JSON text to `out` (see [`string_result`]).
@@ -460,14 +444,14 @@ pub unsafe extern "C" fn tg_policy_from_mode(
     }
 }
 
-/// The tiered `Policy::default()`: reads allowed, writes and exec ask (`rustc` and the optional
+/// The tiered policy (`tiered` in every language): reads allowed, writes and exec ask (`rustc` and the optional
 /// `test_binary` allowed), network denied (the optional `provider_host` allowed), secrets
 /// denied. Both arguments may be NULL. On success `*out_policy` is owned by the caller.
 ///
 /// # Safety
 /// `test_binary` and `provider_host` are NULL or NUL-terminated; `out_policy` is writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn tg_policy_default(
+pub unsafe extern "C" fn tg_policy_tiered(
     test_binary: *const c_char,
     provider_host: *const c_char,
     out_policy: *mut *mut TgPolicy,
@@ -475,7 +459,7 @@ pub unsafe extern "C" fn tg_policy_default(
     // SAFETY: forwarded from the caller.
     unsafe {
         policy_result(out_policy, || {
-            Ok(PolicyHandle::default_tiered(
+            Ok(PolicyHandle::tiered(
                 opt_arg("test_binary", test_binary)?.map(str::to_owned),
                 opt_arg("provider_host", provider_host)?.map(str::to_owned),
             )?)
@@ -601,7 +585,7 @@ pub unsafe extern "C" fn tg_policy_explain_json(
                 arg("target", target)?,
                 opt_arg("tool", tool)?,
             )?;
-            Ok(Some(verdict_json(v).to_string()))
+            Ok(Some(record_json("verdict", &v)?.to_string()))
         })
     }
 }
