@@ -46,6 +46,10 @@ let package = Package(
         .target(name: "TurnGate", dependencies: ["TurnGateBindings"], path: "Sources/TurnGate"),
         .executableTarget(
             name: "TurnGateBench", dependencies: ["TurnGate"], path: "Sources/TurnGateBench"),
+        // The cross-language golden test's Swift driver (scripts/test-golden).
+        .executableTarget(
+            name: "TurnGateGolden", dependencies: ["TurnGate"], path: "Sources/TurnGateGolden",
+            swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "TurnGateTests", dependencies: ["TurnGate"], path: "Tests/TurnGateTests"),
     ]
 )
