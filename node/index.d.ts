@@ -109,7 +109,7 @@ export interface Subscription extends AsyncIterable<Notification> {}
 
 /** The facade error variant a `TurnGateError` came from (`PermissionDenied`: a guarded
  * function's refusal, see `Gate.guard`). */
-export type TurnGateErrorCode = 'Policy' | 'Snapshot' | 'Store' | 'SandboxUnavailable' | 'Approval' | 'Run' | 'Invalid' | 'PermissionDenied'
+export type TurnGateErrorCode = 'ERR_TURNGATE_POLICY' | 'ERR_TURNGATE_SNAPSHOT' | 'ERR_TURNGATE_STORE' | 'ERR_TURNGATE_SANDBOX_UNAVAILABLE' | 'ERR_TURNGATE_APPROVAL' | 'ERR_TURNGATE_RUN' | 'ERR_TURNGATE_INVALID_INPUT' | 'ERR_TURNGATE_PERMISSION_DENIED'
 
 /** Base class of every turngate error; `code` names the facade's error variant. */
 export declare class TurnGateError extends Error {
@@ -117,7 +117,7 @@ export declare class TurnGateError extends Error {
 }
 /** A policy did not parse or compile, or named an unknown kind, effect or mode. */
 export declare class PolicyError extends TurnGateError {
-  readonly code: 'Policy'
+  readonly code: 'ERR_TURNGATE_POLICY'
   /** For a parse error: the failing field path (`.` for the document). */
   readonly path: string | null
   /** For a parse error: the 1-based line. */
@@ -127,35 +127,35 @@ export declare class PolicyError extends TurnGateError {
 }
 /** A turn snapshot could not be resolved, or refuses what was asked of it. */
 export declare class SnapshotError extends TurnGateError {
-  readonly code: 'Snapshot'
+  readonly code: 'ERR_TURNGATE_SNAPSHOT'
   /** `invalid_path`, `cwd_outside_roots`, `source_not_selectable`, `provider_native_on_native_shell`. */
   readonly snapshotCode: string
 }
 /** The durable approval/audit store failed. */
 export declare class StoreError extends TurnGateError {
-  readonly code: 'Store'
+  readonly code: 'ERR_TURNGATE_STORE'
 }
 /** A sandbox backend is required but unavailable on this platform. */
 export declare class SandboxUnavailableError extends TurnGateError {
-  readonly code: 'SandboxUnavailable'
+  readonly code: 'ERR_TURNGATE_SANDBOX_UNAVAILABLE'
 }
 /** An approval operation was refused (unknown or duplicate request, a resolution the request
  * does not offer, a closed broker or gate). */
 export declare class ApprovalError extends TurnGateError {
-  readonly code: 'Approval'
+  readonly code: 'ERR_TURNGATE_APPROVAL'
 }
 /** A command could not be run (spawn or I/O failed); nothing ran unconfined. */
 export declare class RunError extends TurnGateError {
-  readonly code: 'Run'
+  readonly code: 'ERR_TURNGATE_RUN'
 }
 /** An argument was malformed (not the expected protocol object, an unknown name). */
 export declare class InvalidInputError extends TurnGateError {
-  readonly code: 'Invalid'
+  readonly code: 'ERR_TURNGATE_INVALID_INPUT'
 }
 
 /** A guarded function's refusal with `onDeny: 'throw'`: the function did not run. */
 export declare class PermissionDeniedError extends TurnGateError {
-  readonly code: 'PermissionDenied'
+  readonly code: 'ERR_TURNGATE_PERMISSION_DENIED'
   /** Why, in words (for a deferral: that the request waits for a person). */
   readonly reason: string
   /** The text a model can read and adapt to (what `onDeny: 'return'` returns). */

@@ -7,12 +7,16 @@ const path = require('node:path')
 
 const native = require('./native.js')
 
-/** Base class of every turngate error; `code` names the facade's error variant. */
+/** The Node error code of a facade error variant: `ERR_TURNGATE_` and its name in capitals
+ * (`InvalidInput` -> `ERR_TURNGATE_INVALID_INPUT`). */
+const codeOf = (variant) => 'ERR_TURNGATE_' + variant.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()
+
+/** Base class of every turngate error; `code` is `ERR_TURNGATE_<variant>`. */
 class TurnGateError extends Error {
-  constructor(message, code, details) {
+  constructor(message, variant, details) {
     super(message)
     this.name = new.target.name
-    this.code = code
+    this.code = codeOf(variant)
     if (details) Object.assign(this, details)
   }
 }
@@ -39,7 +43,7 @@ const CLASSES = {
   SandboxUnavailable: SandboxUnavailableError,
   Approval: ApprovalError,
   Run: RunError,
-  Invalid: InvalidInputError,
+  InvalidInput: InvalidInputError,
 }
 
 
@@ -69,7 +73,7 @@ function reasonOf(error) {
 const pendingAnswers = new Set()
 
 function wrapApprover(fn) {
-  if (typeof fn !== 'function') throw new InvalidInputError('approver: expected a function', 'Invalid')
+  if (typeof fn !== 'function') throw new InvalidInputError('approver: expected a function', 'InvalidInput')
   return (ask) => {
     const answer = (async () => {
       try {
@@ -142,7 +146,7 @@ function refusalText(kind, target, reason) {
  * wrapper returns the refusal's `toolResult` (the text a model can adapt to), or with
  * `onDeny: 'throw'` rejects with a `PermissionDeniedError`. `tool` defaults to `fn.name`. */
 function guard(options, fn) {
-  const invalid = (message) => new InvalidInputError(`guard: ${message}`, 'Invalid')
+  const invalid = (message) => new InvalidInputError(`guard: ${message}`, 'InvalidInput')
   if (options === null || typeof options !== 'object') throw invalid('options must be an object { kind, arg | target, tool?, onDeny? }')
   const { kind, target, arg, tool, onDeny = 'return' } = options
   if (typeof kind !== 'string') throw invalid(`options.kind must be an action kind name, not ${JSON.stringify(kind)}`)
@@ -252,6 +256,19 @@ const ACTION_KINDS = Object.freeze([
 
 // The error-factory hook is not part of the API.
 const { setHooks: _hooks, ...api } = native
+
+// The classes, as JavaScript classes behave: called without `new`, a TypeError (napi-rs's
+// constructors would otherwise run as plain functions). Statics, `instanceof` and
+// construction pass through unchanged.
+for (const [name, value] of Object.entries(api)) {
+  if (typeof value === 'function' && /^[A-Z]/.test(name) && value.prototype) {
+    api[name] = new Proxy(value, {
+      apply() {
+        throw new TypeError(`Class constructor ${name} cannot be invoked without 'new'`)
+      },
+    })
+  }
+}
 
 module.exports = {
   ...api,

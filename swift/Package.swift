@@ -29,7 +29,7 @@ let package = Package(
         .library(name: "TurnGate", targets: ["TurnGate"]),
     ],
     targets: [
-        // The C header and module map UniFFI generates (module.modulemap, per DESIGN.md §8).
+        // The C header and module map UniFFI generates (module.modulemap, per docs/bindings-swift-c.md).
         .systemLibrary(name: "turngateFFI", path: "Sources/turngateFFI"),
         // The generated Swift. Swift 6 language mode crashes the compiler on the generated
         // async-callback code, so this target is compiled in Swift 5 mode.

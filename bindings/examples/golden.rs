@@ -119,18 +119,6 @@ fn run(call: &str, a: &Value, tmp: &str, i: usize, rt: &tokio::runtime::Runtime)
     }
 }
 
-fn kind(e: &TurnGateError) -> &'static str {
-    match e {
-        TurnGateError::Policy { .. } => "Policy",
-        TurnGateError::Snapshot { .. } => "Snapshot",
-        TurnGateError::Store { .. } => "Store",
-        TurnGateError::SandboxUnavailable { .. } => "SandboxUnavailable",
-        TurnGateError::Approval { .. } => "Approval",
-        TurnGateError::Run { .. } => "Run",
-        _ => "Invalid",
-    }
-}
-
 fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).ok_or("usage: golden CALLS.json")?;
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
@@ -147,7 +135,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         let out = match run(text(c, "call"), &args, &tmp, i, &rt) {
             Ok(v) => json!({"name": c["name"], "result": v}),
             Err(e) => {
-                json!({"name": c["name"], "error": {"type": kind(&e), "message": e.message()}})
+                json!({"name": c["name"], "error": {"type": e.kind(), "message": e.message()}})
             }
         };
         println!("{out}");

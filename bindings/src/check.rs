@@ -463,7 +463,32 @@ pub fn evaluate(
     snapshot: Value,
     invocation: &InvocationRecord,
 ) -> Result<EvaluationRecord, TurnGateError> {
-    let snapshot: TurnExecutionSecuritySnapshot = from_value("snapshot", snapshot)?;
-    let policy = snapshot.permission_profile.effective_policy.compile()?;
-    Ok(turngate::gate::evaluate(&snapshot, &policy, &invocation.to_core()?).into())
+    let inv = invocation.to_core()?;
+    let compiled = compiled_snapshot(snapshot)?;
+    Ok(turngate::gate::evaluate(&compiled.0, &compiled.1, &inv).into())
+}
+
+/// A snapshot and its compiled policy.
+type CompiledSnapshot = (TurnExecutionSecuritySnapshot, turngate::CompiledPolicy);
+
+/// The parsed snapshot and compiled policy of `snapshot`, reused while callers pass the same
+/// snapshot again (the usual case: one snapshot per turn). The cache holds one entry and is
+/// keyed by the whole JSON value, so any change parses and compiles afresh; the file roots are
+/// still canonicalized on every call by the evaluation itself.
+fn compiled_snapshot(snapshot: Value) -> Result<std::sync::Arc<CompiledSnapshot>, TurnGateError> {
+    use std::sync::{Arc, Mutex};
+    static LAST: Mutex<Option<(Value, Arc<CompiledSnapshot>)>> = Mutex::new(None);
+    if let Ok(last) = LAST.lock()
+        && let Some((seen, compiled)) = last.as_ref()
+        && *seen == snapshot
+    {
+        return Ok(Arc::clone(compiled));
+    }
+    let parsed: TurnExecutionSecuritySnapshot = from_value("snapshot", snapshot.clone())?;
+    let policy = parsed.permission_profile.effective_policy.compile()?;
+    let compiled = Arc::new((parsed, policy));
+    if let Ok(mut last) = LAST.lock() {
+        *last = Some((snapshot, Arc::clone(&compiled)));
+    }
+    Ok(compiled)
 }

@@ -64,17 +64,31 @@ pub enum TurnGateError {
     /// An argument was malformed: JSON that is not the expected protocol object, an unknown
     /// name. The message names the argument.
     #[error("{message}")]
-    Invalid {
+    InvalidInput {
         /// The full message.
         message: String,
     },
 }
 
 impl TurnGateError {
-    /// An [`TurnGateError::Invalid`] naming `what`.
+    /// An [`TurnGateError::InvalidInput`] naming `what`.
     pub fn invalid(what: &str, detail: impl std::fmt::Display) -> Self {
-        TurnGateError::Invalid {
+        TurnGateError::InvalidInput {
             message: format!("{what}: {detail}"),
+        }
+    }
+
+    /// The variant's name (`Policy`, ..., `InvalidInput`): a binding's error class or code
+    /// derives from it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TurnGateError::Policy { .. } => "Policy",
+            TurnGateError::Snapshot { .. } => "Snapshot",
+            TurnGateError::Store { .. } => "Store",
+            TurnGateError::SandboxUnavailable { .. } => "SandboxUnavailable",
+            TurnGateError::Approval { .. } => "Approval",
+            TurnGateError::Run { .. } => "Run",
+            TurnGateError::InvalidInput { .. } => "InvalidInput",
         }
     }
 
@@ -87,7 +101,7 @@ impl TurnGateError {
             | TurnGateError::SandboxUnavailable { message }
             | TurnGateError::Approval { message }
             | TurnGateError::Run { message }
-            | TurnGateError::Invalid { message } => message,
+            | TurnGateError::InvalidInput { message } => message,
         }
     }
 }

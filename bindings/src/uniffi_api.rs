@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::{PolicyHandle, reduce, snapshot};
 /// The facade's records under the names Swift sees them by.
 pub use crate::{
     ActionRecord as Action, AuthorizationRecord as Authorization, DecisionRecord as Decision,
     DenialRecord as Denial, Effect, EvaluationRecord as Evaluation, InvocationRecord as Invocation,
     ProcessOutcomeRecord as ProcessOutcome, SpawnRecord as SpawnResult, VerdictRecord as Verdict,
 };
+use crate::{PolicyHandle, reduce, snapshot};
 
 pub use crate::TurnGateError;
 
@@ -617,7 +617,7 @@ fn open_result(r: crate::OpenRecord) -> Result<OpenResult> {
     match r {
         crate::OpenRecord::Opened(file) => {
             drop(file);
-            Err(TurnGateError::Invalid {
+            Err(TurnGateError::InvalidInput {
                 message: "race-free opens need a Unix platform (a file descriptor to hand over)"
                     .to_owned(),
             })

@@ -39,7 +39,7 @@ test('builders return new policies; serialization round-trips', () => {
 test('a policy file parse error names the field, line and column', () => {
   assert.throws(
     () => turngate.Policy.fromToml('[[layers]]\nname = 3\n', 'team.toml'),
-    (e) => e instanceof turngate.PolicyError && e.code === 'Policy' && e.line === 2 && typeof e.path === 'string' && /team\.toml/.test(e.message),
+    (e) => e instanceof turngate.PolicyError && e.code === 'ERR_TURNGATE_POLICY' && e.line === 2 && typeof e.path === 'string' && /team\.toml/.test(e.message),
   )
 })
 
@@ -80,4 +80,13 @@ test('store.replay(policy) lists the recorded decisions a candidate flips; repla
   assert.deepEqual(report.flips.map((f) => [f.target, f.before, f.after, f.layer]), [['/w/b.log', 'allow', 'deny', 'logs']])
   assert.equal((await store.replay('t')).length, 2)
   assert.deepEqual(candidate.lint(), [])
+})
+
+test('classes need new; errors carry ERR_TURNGATE_* codes', () => {
+  assert.throws(() => turngate.Policy(), TypeError)
+  assert.throws(() => cjs.Gate('t', {}, {}), TypeError)
+  assert.ok(new turngate.Policy() instanceof turngate.Policy)
+  assert.ok(turngate.Policy.tiered() instanceof turngate.Policy)
+  assert.throws(() => turngate.Policy.tiered().check('file_reed', 'x'), (e) => e instanceof turngate.PolicyError && e.code === 'ERR_TURNGATE_POLICY')
+  assert.throws(() => turngate.Policy.tiered().explain('file_read', 'x', 3), Error)
 })

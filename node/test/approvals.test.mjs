@@ -115,7 +115,7 @@ test('a never-settling approver leaves the request pending and the event loop se
     // Other calls of the same turn are not blocked by the pending one.
     assert.equal((await gate.authorize({ kind: 'file_read', target: 'a.txt' })).outcome, 'allowed')
     gate.close()
-    await assert.rejects(pending, (e) => e instanceof turngate.ApprovalError && e.code === 'Approval')
+    await assert.rejects(pending, (e) => e instanceof turngate.ApprovalError && e.code === 'ERR_TURNGATE_APPROVAL')
   } finally {
     cleanup()
   }
@@ -164,11 +164,11 @@ test('a broker approver: a client follows notifications and answers allow_for_tu
 })
 
 test('errors are TurnGateError subclasses with the facade variant as code', async () => {
-  assert.throws(() => turngate.Policy.mode('yolo'), (e) => e instanceof turngate.PolicyError && e instanceof turngate.TurnGateError && e.code === 'Policy')
+  assert.throws(() => turngate.Policy.mode('yolo'), (e) => e instanceof turngate.PolicyError && e instanceof turngate.TurnGateError && e.code === 'ERR_TURNGATE_POLICY')
   const broker = new turngate.Broker(turngate.Policy.tiered())
-  assert.throws(() => broker.respond('nope', 'allow_once'), (e) => e instanceof turngate.ApprovalError && e.code === 'Approval')
-  assert.throws(() => broker.respond('nope', 'maybe'), (e) => e instanceof turngate.InvalidInputError && e.code === 'Invalid')
-  await assert.rejects(turngate.Store.open('/proc/nonexistent/dir/audit.db'), (e) => e instanceof turngate.StoreError && e.code === 'Store')
+  assert.throws(() => broker.respond('nope', 'allow_once'), (e) => e instanceof turngate.ApprovalError && e.code === 'ERR_TURNGATE_APPROVAL')
+  assert.throws(() => broker.respond('nope', 'maybe'), (e) => e instanceof turngate.InvalidInputError && e.code === 'ERR_TURNGATE_INVALID_INPUT')
+  await assert.rejects(turngate.Store.open('/proc/nonexistent/dir/audit.db'), (e) => e instanceof turngate.StoreError && e.code === 'ERR_TURNGATE_STORE')
   assert.throws(
     () => turngate.resolve({ mode: 'supervised', source: 'composer' }, { workspace_root: 'relative/path', execution_backend: 'native', platform: PLATFORM }),
     (e) => e instanceof turngate.SnapshotError && e.snapshotCode === 'invalid_path',

@@ -77,7 +77,7 @@ function runPolicySerde(v) {
     p = parse(v.text)
   } catch (e) {
     assert.ok(e instanceof turngate.PolicyError, `not a PolicyError: ${e}`)
-    assert.equal(e.code, 'Policy')
+    assert.equal(e.code, 'ERR_TURNGATE_POLICY')
     assert.ok(wantError != null, `unexpected error: ${e.message}`)
     assert.equal(wantPolicy, undefined)
     const got = { path: e.path, line: e.line, column: e.column }

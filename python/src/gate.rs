@@ -548,13 +548,40 @@ fn approver_of(
     )))
 }
 
+/// The `Invocation` record of a call's keyword arguments (`tool`, `item_id`, `tool_id`, `cwd`,
+/// and whatever field the facade declares next): they cross as the record's JSON form, so an
+/// unknown keyword is refused, naming it, and a path may be any `os.PathLike`.
+fn invocation_of(
+    kind: &str,
+    target: &str,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<InvocationRecord> {
+    let mut fields = serde_json::Map::new();
+    if let Some(options) = options {
+        let os = options.py().import(intern!(options.py(), "os"))?;
+        for (k, v) in options.iter() {
+            let key: String = k.extract()?;
+            let v = if v.hasattr(intern!(options.py(), "__fspath__"))? {
+                os.call_method1(intern!(options.py(), "fspath"), (v,))?
+            } else {
+                v
+            };
+            fields.insert(key, from_py(&v, "options")?);
+        }
+    }
+    fields.insert("kind".into(), kind.into());
+    fields.insert("target".into(), target.into());
+    serde_json::from_value(Value::Object(fields))
+        .map_err(|e| InvalidInput::new_err(format!("invocation: {e}")))
+}
+
 fn invocation(
     kind: &str,
     target: &str,
     tool: Option<String>,
     item_id: Option<String>,
     tool_id: Option<String>,
-    cwd: Option<String>,
+    cwd: Option<std::path::PathBuf>,
 ) -> InvocationRecord {
     InvocationRecord {
         kind: kind.to_owned(),
@@ -562,7 +589,7 @@ fn invocation(
         tool,
         item_id,
         tool_id,
-        cwd,
+        cwd: cwd.map(|p| p.to_string_lossy().into_owned()),
     }
 }
 
@@ -653,7 +680,7 @@ impl PyGate {
         kind: &str,
         target: &str,
         tool: Option<String>,
-        cwd: Option<String>,
+        cwd: Option<std::path::PathBuf>,
     ) -> PyResult<Py<PyAny>> {
         let inv = invocation(kind, target, tool, None, None, cwd);
         let e = self.handle.evaluate(&inv).py_err(py)?;
@@ -663,39 +690,31 @@ impl PyGate {
     /// Decide one call (awaitable): evaluate with the checker of its kind, consult grants,
     /// ask the approver on ask, re-check its answer, record audit rows. Returns an
     /// `Authorization`.
-    #[pyo3(signature = (kind, target, *, tool=None, item_id=None, tool_id=None, cwd=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (kind, target, **options))]
     fn authorize<'py>(
         &self,
         py: Python<'py>,
         kind: &str,
         target: &str,
-        tool: Option<String>,
-        item_id: Option<String>,
-        tool_id: Option<String>,
-        cwd: Option<String>,
+        options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.remember_loop(py, "Gate.authorize")?;
-        let inv = invocation(kind, target, tool, item_id, tool_id, cwd);
+        let inv = invocation_of(kind, target, options)?;
         let fut = authorize_task(Arc::clone(&self.handle), inv);
         awaitable(py, "Gate.authorize", fut, auth_out)
     }
 
     /// `authorize`, blocking the calling thread (GIL released). An `async def` approver runs
     /// on a fresh event loop. Not from inside a running event loop.
-    #[pyo3(signature = (kind, target, *, tool=None, item_id=None, tool_id=None, cwd=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (kind, target, **options))]
     fn authorize_blocking(
         &self,
         py: Python<'_>,
         kind: &str,
         target: &str,
-        tool: Option<String>,
-        item_id: Option<String>,
-        tool_id: Option<String>,
-        cwd: Option<String>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let inv = invocation(kind, target, tool, item_id, tool_id, cwd);
+        let inv = invocation_of(kind, target, options)?;
         let fut = authorize_task(Arc::clone(&self.handle), inv);
         blocking(py, "Gate.authorize", fut, auth_out)
     }
@@ -703,18 +722,15 @@ impl PyGate {
     /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox
     /// (awaitable). Returns a `SpawnResult`; raises `SandboxUnavailable` when the snapshot
     /// requires a sandbox this platform cannot provide (nothing runs unconfined).
-    #[pyo3(signature = (command_line, *, tool=None, cwd=None, item_id=None, tool_id=None))]
+    #[pyo3(signature = (command_line, **options))]
     fn spawn<'py>(
         &self,
         py: Python<'py>,
         command_line: &str,
-        tool: Option<String>,
-        cwd: Option<String>,
-        item_id: Option<String>,
-        tool_id: Option<String>,
+        options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.remember_loop(py, "Gate.spawn")?;
-        let inv = invocation("shell_command", command_line, tool, item_id, tool_id, cwd);
+        let inv = invocation_of("shell_command", command_line, options)?;
         awaitable(
             py,
             "Gate.spawn",
@@ -724,17 +740,14 @@ impl PyGate {
     }
 
     /// `spawn`, blocking the calling thread (GIL released).
-    #[pyo3(signature = (command_line, *, tool=None, cwd=None, item_id=None, tool_id=None))]
+    #[pyo3(signature = (command_line, **options))]
     fn spawn_blocking(
         &self,
         py: Python<'_>,
         command_line: &str,
-        tool: Option<String>,
-        cwd: Option<String>,
-        item_id: Option<String>,
-        tool_id: Option<String>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let inv = invocation("shell_command", command_line, tool, item_id, tool_id, cwd);
+        let inv = invocation_of("shell_command", command_line, options)?;
         blocking(
             py,
             "Gate.spawn",
@@ -954,7 +967,7 @@ pub(crate) fn plan_spawn<'py>(
     process: &Bound<'py, PyAny>,
     policy: &Bound<'py, PyPolicy>,
     command_line: String,
-    cwd: Option<String>,
+    cwd: Option<std::path::PathBuf>,
     env: Option<&Bound<'py, PyAny>>,
     timeout_ms: Option<u64>,
     tool: Option<String>,
@@ -962,7 +975,7 @@ pub(crate) fn plan_spawn<'py>(
     let (sandbox, process) = (from_py(sandbox, "sandbox")?, from_py(process, "process")?);
     let request = SpawnPlanRequest {
         command_line,
-        cwd,
+        cwd: cwd.map(|p| p.to_string_lossy().into_owned()),
         env: env_arg(env)?,
         timeout_ms,
         tool,
@@ -1013,7 +1026,7 @@ pub(crate) fn evaluate(
     kind: &str,
     target: &str,
     tool: Option<String>,
-    cwd: Option<String>,
+    cwd: Option<std::path::PathBuf>,
 ) -> PyResult<Py<PyAny>> {
     let snapshot = from_py(snapshot, "snapshot")?;
     let inv = invocation(kind, target, tool, None, None, cwd);

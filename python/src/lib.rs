@@ -63,7 +63,7 @@ create_exception!(
 create_exception!(
     turngate,
     PermissionDenied,
-    TurnGateErrorPy,
+    pyo3::exceptions::PyPermissionError,
     "The gate refused an action; `reason` says why and `tool_result` is the text to hand the model."
 );
 create_exception!(
@@ -637,7 +637,21 @@ fn version() -> &'static str {
 #[pymodule]
 fn _turngate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add("TurnGateError", py.get_type::<TurnGateErrorPy>())?;
+    // Each error also subclasses the builtin a Python caller would catch: the classes are made
+    // by `create_exception!` with one base, and get their second one here.
+    let base = py.get_type::<TurnGateErrorPy>();
+    base.setattr(intern!(py, "__name__"), "TurnGateError")?;
+    base.setattr(intern!(py, "__qualname__"), "TurnGateError")?;
+    let builtins = py.import(intern!(py, "builtins"))?;
+    for (class, builtin) in [
+        (py.get_type::<PolicyError>(), "ValueError"),
+        (py.get_type::<InvalidInput>(), "ValueError"),
+        (py.get_type::<PermissionDenied>(), "PermissionError"),
+    ] {
+        let bases = PyTuple::new(py, [base.as_any(), &builtins.getattr(builtin)?])?;
+        class.setattr(intern!(py, "__bases__"), bases)?;
+    }
+    m.add("TurnGateError", base)?;
     m.add("PolicyError", py.get_type::<PolicyError>())?;
     m.add("SnapshotError", py.get_type::<SnapshotError>())?;
     m.add("StoreError", py.get_type::<StoreError>())?;

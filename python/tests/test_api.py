@@ -167,3 +167,17 @@ def test_store_replay_policy_lists_the_decisions_a_candidate_flips(tmp_path: Pat
     assert candidate.lint() == []
     with pytest.raises(TypeError):
         store.replay(42)  # type: ignore[call-overload]
+
+
+def test_errors_subclass_the_builtin_a_caller_catches() -> None:
+    assert issubclass(turngate.PolicyError, ValueError)
+    assert issubclass(turngate.InvalidInput, ValueError)
+    assert issubclass(turngate.PermissionDenied, PermissionError)
+    for cls in (turngate.PolicyError, turngate.InvalidInput, turngate.PermissionDenied):
+        assert issubclass(cls, turngate.TurnGateError)
+    assert turngate.TurnGateError.__name__ == "TurnGateError"
+    with pytest.raises(ValueError, match="file_reed"):
+        Policy.tiered().check("file_reed", "x")
+    with pytest.raises(turngate.PolicyError) as e:
+        Policy.from_json('{"layers": [{"name": "x", "rules": [{"kind": "file_read", "effect": "no", "pattern": "*"}]}]}')
+    assert e.value.path is not None

@@ -114,7 +114,7 @@ def test_an_exception_in_the_approver_is_a_denial_with_its_text(
 
 
 def test_a_malformed_answer_is_a_denial_naming_it(workspace: Path, store: Store) -> None:
-    gate = Gate("t1", _snapshot(workspace), store, lambda ask: 42)  # type: ignore[arg-type,return-value]
+    gate = Gate("t1", _snapshot(workspace), store, lambda ask: 42)  # type: ignore[arg-type]
     auth = gate.authorize_blocking("file_write", str(workspace / "x"))
     assert auth["outcome"] == "denied"
     assert "returned 42" in auth["reason"]
@@ -438,3 +438,11 @@ def test_errors_map_to_their_classes(workspace: Path, tmp_path: Path, store: Sto
         turngate.SandboxUnavailable,
     ):
         assert issubclass(cls, turngate.TurnGateError)
+
+
+def test_paths_may_be_pathlib_paths(workspace: Path, store: Store) -> None:
+    gate = Gate("t1", _snapshot(workspace), store, "deny_all")
+    e = gate.evaluate("shell_command", "ls", cwd=workspace)
+    assert e["target"] == "ls"
+    plain = gate.evaluate("file_read", str(workspace / "a.txt"))
+    assert gate.evaluate("file_read", "a.txt", cwd=workspace)["verdict"] == plain["verdict"]

@@ -4,9 +4,9 @@ import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, BinaryIO, Literal, Optional, Union, final, overload
 
-from typing_extensions import disjoint_base
+from typing_extensions import Self, Unpack, disjoint_base
 
-from ._types import Authorization, Evaluation, Rule, Verdict
+from ._types import ApprovalAsk, Authorization, Evaluation, InvocationOptions, Rule, Verdict
 
 _Effect = Literal["allow", "ask", "deny"]
 _JSON = Any
@@ -15,7 +15,7 @@ _ActionTuple = Union[tuple[str, str], tuple[str, str, Optional[str]]]
 class TurnGateError(Exception):
     """Base class of every turngate error."""
 
-class PolicyError(TurnGateError):
+class PolicyError(TurnGateError, ValueError):
     """A policy did not parse or compile, or named an unknown kind, effect or mode.
 
     For a parse error, ``path`` is the failing field path (``.`` for the
@@ -41,7 +41,7 @@ class StoreError(TurnGateError):
 class SandboxUnavailable(TurnGateError):
     """A sandbox backend is required but unavailable on this platform."""
 
-class InvalidInput(TurnGateError):
+class InvalidInput(TurnGateError, ValueError):
     """An argument was malformed (not the expected protocol object)."""
 
 class ApprovalError(TurnGateError):
@@ -51,7 +51,7 @@ class ApprovalError(TurnGateError):
 class RunError(TurnGateError):
     """A command could not be run; nothing ran unconfined."""
 
-class PermissionDenied(TurnGateError):
+class PermissionDenied(TurnGateError, PermissionError):
     """The gate refused an action (raised by ``open_read``/``open_write`` and by guarded
     functions with ``on_deny="raise"``)."""
 
@@ -139,6 +139,7 @@ def version() -> str: ...
 _Env = Union[Mapping[Any, Any], Iterable[tuple[Union[str, bytes], Union[str, bytes]]]]
 _DecisionLike = Union["Decision", bool, str]
 _Approver = Union[
+    Callable[[ApprovalAsk], Union[_DecisionLike, Awaitable[_DecisionLike]]],
     Callable[[dict[str, _JSON]], Union[_DecisionLike, Awaitable[_DecisionLike]]],
     "Broker",
     Literal["approve_all", "deny_all", "defer_all"],
@@ -266,51 +267,25 @@ class Gate:
         approver: _Approver = None,
         *,
         broker: Optional[Broker] = None,
-    ) -> Gate: ...
+    ) -> Self: ...
     @property
     def turn_id(self) -> str: ...
     @property
     def snapshot(self) -> dict[str, _JSON]: ...
     def evaluate(
-        self, kind: str, target: str, tool: Optional[str] = None, cwd: Optional[str] = None
+        self, kind: str, target: str, tool: Optional[str] = None, cwd: Optional[Union[str, os.PathLike[str]]] = None
     ) -> Evaluation: ...
     def authorize(
-        self,
-        kind: str,
-        target: str,
-        *,
-        tool: Optional[str] = None,
-        item_id: Optional[str] = None,
-        tool_id: Optional[str] = None,
-        cwd: Optional[str] = None,
+        self, kind: str, target: str, **options: Unpack[InvocationOptions]
     ) -> Awaitable[Authorization]: ...
     def authorize_blocking(
-        self,
-        kind: str,
-        target: str,
-        *,
-        tool: Optional[str] = None,
-        item_id: Optional[str] = None,
-        tool_id: Optional[str] = None,
-        cwd: Optional[str] = None,
+        self, kind: str, target: str, **options: Unpack[InvocationOptions]
     ) -> Authorization: ...
     def spawn(
-        self,
-        command_line: str,
-        *,
-        tool: Optional[str] = None,
-        cwd: Optional[str] = None,
-        item_id: Optional[str] = None,
-        tool_id: Optional[str] = None,
+        self, command_line: str, **options: Unpack[InvocationOptions]
     ) -> Awaitable[SpawnResult]: ...
     def spawn_blocking(
-        self,
-        command_line: str,
-        *,
-        tool: Optional[str] = None,
-        cwd: Optional[str] = None,
-        item_id: Optional[str] = None,
-        tool_id: Optional[str] = None,
+        self, command_line: str, **options: Unpack[InvocationOptions]
     ) -> SpawnResult: ...
     def run_approved_blocking(self, request_id: str) -> SpawnResult: ...
     def resume_spawn_blocking(self, request_id: str, decision: _DecisionLike) -> SpawnResult: ...
@@ -346,7 +321,7 @@ def plan_spawn(
     policy: Policy,
     command_line: str,
     *,
-    cwd: Optional[str] = None,
+    cwd: Optional[Union[str, os.PathLike[str]]] = None,
     env: Optional[_Env] = None,
     timeout_ms: Optional[int] = None,
     tool: Optional[str] = None,
@@ -363,7 +338,7 @@ def evaluate(
     kind: str,
     target: str,
     tool: Optional[str] = None,
-    cwd: Optional[str] = None,
+    cwd: Optional[Union[str, os.PathLike[str]]] = None,
 ) -> Evaluation: ...
 
 

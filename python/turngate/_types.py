@@ -5,6 +5,7 @@ annotations."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, Literal, Optional, Union
 
@@ -40,6 +41,16 @@ class Action(TypedDict):
     kind: str
     target: str
     tool: NotRequired[Optional[str]]
+
+
+class InvocationOptions(TypedDict, total=False):
+    """The keyword arguments of ``Gate.authorize``/``spawn``: the facade's ``Invocation``
+    record beyond ``kind`` and ``target``. An unknown keyword raises ``InvalidInput``."""
+
+    tool: Optional[str]
+    item_id: Optional[str]
+    tool_id: Optional[str]
+    cwd: Union[str, "os.PathLike[str]", None]
 
 
 class Denial(TypedDict):
@@ -92,6 +103,7 @@ __all__ = [
     "Deferred",
     "Effect",
     "Evaluation",
+    "InvocationOptions",
     "Rule",
     "Verdict",
 ]

@@ -68,7 +68,7 @@ static const char *error_type(enum TgStatus s) {
     case TG_STATUS_SANDBOX_UNAVAILABLE: return "SandboxUnavailable";
     case TG_STATUS_APPROVAL: return "Approval";
     case TG_STATUS_RUN: return "Run";
-    default: return "Invalid";
+    default: return "InvalidInput";
   }
 }
 

@@ -13,7 +13,7 @@ const ERRORS = {
   SandboxUnavailableError: 'SandboxUnavailable',
   ApprovalError: 'Approval',
   RunError: 'Run',
-  InvalidInputError: 'Invalid',
+  InvalidInputError: 'InvalidInput',
 }
 
 const subst = (v, ws) =>

@@ -16,7 +16,7 @@ ERRORS = {
     "SandboxUnavailable": "SandboxUnavailable",
     "ApprovalError": "Approval",
     "RunError": "Run",
-    "InvalidInput": "Invalid",
+    "InvalidInput": "InvalidInput",
 }
 
 

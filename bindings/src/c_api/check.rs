@@ -15,20 +15,10 @@ use super::{
 use crate::InvocationRecord;
 use crate::check::{self as facade, FilteredEnvRecord, SpawnPlanRecord, SpawnPlanRequest};
 
-/// One tool call as JSON: `{"kind", "target", "tool"?, "item_id"?, "tool_id"?, "cwd"?}`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct InvocationJson {
-    kind: Option<String>,
-    target: String,
-    tool: Option<String>,
-    item_id: Option<String>,
-    tool_id: Option<String>,
-    cwd: Option<String>,
-}
-
-/// The invocation argument `name`. With `fixed_kind` (the kind a function acts on), `kind` may
-/// be left out, and any other kind is refused; without it, `kind` is required.
+/// The invocation argument `name`: the facade's `Invocation` record as JSON (`{"kind",
+/// "target", "tool"?, "item_id"?, "tool_id"?, "cwd"?}`; unknown fields refused). With
+/// `fixed_kind` (the kind a function acts on), `kind` may be left out, and any other kind is
+/// refused; without it, `kind` is required.
 ///
 /// # Safety
 /// `ptr` is NULL or a NUL-terminated string valid for the call.
@@ -38,39 +28,22 @@ pub(super) unsafe fn invocation_arg(
     fixed_kind: Option<&str>,
 ) -> Result<InvocationRecord, Failure> {
     // SAFETY: forwarded from the caller.
-    let value = unsafe { json_arg(name, ptr) }?;
-    let inv: InvocationJson = serde_json::from_value(value).map_err(|e| {
-        Failure::new(
-            TgStatus::Invalid,
-            format!(
-                "{name}: expected {{\"kind\", \"target\", \"tool\"?, \"item_id\"?, \"tool_id\"?, \"cwd\"?}}: {e}"
-            ),
-        )
-    })?;
-    let kind = match (inv.kind, fixed_kind) {
-        (Some(k), Some(fixed)) if k != fixed => {
-            return Err(Failure::new(
-                TgStatus::Invalid,
-                format!("{name}.kind: this call acts on `{fixed}`, not `{k}`"),
-            ));
+    let mut value = unsafe { json_arg(name, ptr) }?;
+    if let (Some(fixed), Value::Object(fields)) = (fixed_kind, &mut value) {
+        match fields.get("kind") {
+            None => {
+                fields.insert("kind".into(), fixed.into());
+            }
+            Some(k) if k.as_str() == Some(fixed) => {}
+            Some(k) => {
+                return Err(Failure::new(
+                    TgStatus::Invalid,
+                    format!("{name}.kind: this call acts on `{fixed}`, not {k}"),
+                ));
+            }
         }
-        (Some(k), _) => k,
-        (None, Some(fixed)) => fixed.to_owned(),
-        (None, None) => {
-            return Err(Failure::new(
-                TgStatus::Invalid,
-                format!("{name}: missing field `kind`"),
-            ));
-        }
-    };
-    Ok(InvocationRecord {
-        kind,
-        target: inv.target,
-        tool: inv.tool,
-        item_id: inv.item_id,
-        tool_id: inv.tool_id,
-        cwd: inv.cwd,
-    })
+    }
+    Ok(crate::convert::from_value(name, value)?)
 }
 
 /// The request of `tg_plan_spawn_json`.

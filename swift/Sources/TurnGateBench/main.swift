@@ -1,5 +1,5 @@
 // The per-call cost of `check`/`explain` from Swift through UniFFI, against a Swift no-op call
-// with the same arguments in the same run (DESIGN.md §9: ratios against a same-run baseline).
+// with the same arguments in the same run (docs/performance.md: ratios against a same-run baseline).
 // Run by scripts/test-swift and bench/swift_check (which bench/run reads: the
 // table is in its `case  ns/call  x no-op` form).
 import Foundation

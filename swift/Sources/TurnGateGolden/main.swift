@@ -135,7 +135,7 @@ func errorType(_ e: TurnGateError) -> (String, String) {
     case let .SandboxUnavailable(message): return ("SandboxUnavailable", message)
     case let .Approval(message): return ("Approval", message)
     case let .Run(message): return ("Run", message)
-    case let .Invalid(message): return ("Invalid", message)
+    case let .InvalidInput(message): return ("InvalidInput", message)
     }
 }
 

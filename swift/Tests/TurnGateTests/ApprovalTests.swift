@@ -195,7 +195,7 @@ final class ApprovalTests: XCTestCase {
             XCTAssertTrue(message.contains("apr_missing"), message)
         }
         XCTAssertThrowsError(try broker.respond(id: "apr_missing", resolution: "maybe")) { e in
-            guard case let TurnGateError.Invalid(message) = e else { return XCTFail("\(e)") }
+            guard case let TurnGateError.InvalidInput(message) = e else { return XCTFail("\(e)") }
             XCTAssertTrue(message.contains("maybe"), message)
         }
         XCTAssertThrowsError(try Gate(turnId: "t", snapshot: "{}", store: try store(), approver: try .builtin(name: "deny_all"), broker: nil))
