@@ -211,38 +211,25 @@ impl Seq {
     }
 }
 
-impl ser::SerializeSeq for Seq {
-    type Ok = Value;
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
-        self.push(v)
-    }
-    fn end(self) -> Result<Value, Error> {
-        Ok(Value::Array(self.0))
-    }
+/// The three sequence forms are one array.
+macro_rules! seq_impl {
+    ($trait:ident, $method:ident) => {
+        impl ser::$trait for Seq {
+            type Ok = Value;
+            type Error = Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
+                self.push(v)
+            }
+            fn end(self) -> Result<Value, Error> {
+                Ok(Value::Array(self.0))
+            }
+        }
+    };
 }
 
-impl ser::SerializeTuple for Seq {
-    type Ok = Value;
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
-        self.push(v)
-    }
-    fn end(self) -> Result<Value, Error> {
-        Ok(Value::Array(self.0))
-    }
-}
-
-impl ser::SerializeTupleStruct for Seq {
-    type Ok = Value;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
-        self.push(v)
-    }
-    fn end(self) -> Result<Value, Error> {
-        Ok(Value::Array(self.0))
-    }
-}
+seq_impl!(SerializeSeq, serialize_element);
+seq_impl!(SerializeTuple, serialize_element);
+seq_impl!(SerializeTupleStruct, serialize_field);
 
 /// An object: a struct's (field names camelCased) or a map's (keys kept).
 struct Obj {

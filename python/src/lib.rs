@@ -5,7 +5,10 @@
 
 mod aio;
 mod approver;
+mod broker;
+mod check;
 mod gate;
+mod store;
 
 use std::sync::Arc;
 
@@ -222,6 +225,11 @@ fn effect_str(py: Python<'_>, effect: Effect) -> &Bound<'_, PyString> {
 }
 
 // ---- Policy ---------------------------------------------------------------------------------
+
+/// A JSON value as an owned Python object.
+pub(crate) fn json_out(py: Python<'_>, v: Value) -> PyResult<Py<PyAny>> {
+    Ok(to_py(py, &v)?.unbind())
+}
 
 /// A facade record as Python objects: its JSON form as dicts, lists and scalars, the same
 /// fields as in every language (the `.pyi` types them as TypedDicts).
@@ -662,17 +670,17 @@ fn _turngate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PermissionDenied", py.get_type::<PermissionDenied>())?;
     m.add_class::<approver::PyDecision>()?;
     m.add_class::<gate::PySpawnResult>()?;
-    m.add_class::<gate::PyStore>()?;
-    m.add_class::<gate::PyBroker>()?;
-    m.add_class::<gate::PySubscription>()?;
-    m.add_class::<gate::PyPending>()?;
+    m.add_class::<store::PyStore>()?;
+    m.add_class::<broker::PyBroker>()?;
+    m.add_class::<broker::PySubscription>()?;
+    m.add_class::<broker::PyPending>()?;
     m.add_class::<gate::PyGate>()?;
-    m.add_function(wrap_pyfunction!(gate::check_file, m)?)?;
-    m.add_function(wrap_pyfunction!(gate::check_network, m)?)?;
-    m.add_function(wrap_pyfunction!(gate::plan_spawn, m)?)?;
-    m.add_function(wrap_pyfunction!(gate::filter_env, m)?)?;
-    m.add_function(wrap_pyfunction!(gate::parse_command_line, m)?)?;
-    m.add_function(wrap_pyfunction!(gate::evaluate, m)?)?;
+    m.add_function(wrap_pyfunction!(check::check_file, m)?)?;
+    m.add_function(wrap_pyfunction!(check::check_network, m)?)?;
+    m.add_function(wrap_pyfunction!(check::plan_spawn, m)?)?;
+    m.add_function(wrap_pyfunction!(check::filter_env, m)?)?;
+    m.add_function(wrap_pyfunction!(check::parse_command_line, m)?)?;
+    m.add_function(wrap_pyfunction!(check::evaluate, m)?)?;
     m.add_class::<PyPolicy>()?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(intersect, m)?)?;
