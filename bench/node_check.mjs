@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Per-call cost of `Policy.check` from Node, against a JavaScript no-op function call with the
-// same arguments in the same run, and of the batch API per action (DESIGN.md §9: <= 2 µs per
+// same arguments in the same run, and of the batch API per action (docs/performance.md: <= 2 µs per
 // call). Build the release addon first:
 //
 //   (cd node && npm ci && npm run build) && node bench/node_check.mjs
@@ -20,7 +20,7 @@ const N = 200_000
 const REPEAT = 7
 
 function policy100Rules() {
-  let p = turngate.Policy.default().layer('bench')
+  let p = turngate.Policy.tiered().layer('bench')
   for (let i = 0; i < 50; i++) {
     p = p.rule('file_read', 'deny', `secret${i}/**/*.key`)
     p = p.rule('file_write', 'allow', `src/mod${i}/*.rs`)

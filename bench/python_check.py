@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Per-call cost of `Policy.check` from Python, against a Python no-op function call with the
-same arguments in the same run, and of the batch API per action (DESIGN.md §9: <= 2 µs per
+same arguments in the same run, and of the batch API per action (docs/performance.md: <= 2 µs per
 call). Run inside the virtualenv that scripts/test-python builds:
 
     /var/cache/turngate/venv/bin/python bench/python_check.py
@@ -18,7 +18,7 @@ REPEAT = 7
 
 
 def policy_100_rules() -> turngate.Policy:
-    p = turngate.Policy.default().layer("bench")
+    p = turngate.Policy.tiered().layer("bench")
     for i in range(50):
         p = p.rule("file_read", "deny", f"secret{i}/**/*.key")
         p = p.rule("file_write", "allow", f"src/mod{i}/*.rs")

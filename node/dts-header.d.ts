@@ -68,9 +68,37 @@ export interface ApprovalAsk {
   request: ApprovalRequest
   /** The action that runs if approved. */
   action: { kind: ActionKind; target: string; tool?: string }
-  /** The ask verdict: `{ effect, rule, layer, reason }` (`rule` is the deciding pattern). */
-  verdict: { effect: Effect; rule: string | null; layer: string; reason: string }
+  /** The ask verdict. */
+  verdict: Verdict
 }
+
+// The facade's records (bindings/src), the same fields in every language, camelCased.
+/** A rule: a kind, an effect, a glob on the target, an optional glob on the tool. */
+export interface Rule { kind: ActionKind; effect: Effect; pattern: string; tool?: string | null }
+/** The verdict of an action: the effect, the deciding rule (null when a default decided), its layer, a machine-readable reason. */
+export interface Verdict { effect: Effect; rule: Rule | null; layer: string; reason: string }
+/** One tool call as the gate takes it (unknown fields throw). */
+export interface Invocation { kind: ActionKind; target: string; tool?: string | null; itemId?: string | null; toolId?: string | null; cwd?: string | null }
+/** A checker evaluation: the verdict, the canonical target judged, and for a shell command that is denied or asks, the part of the line that decided. */
+export interface Evaluation { verdict: Verdict; target: string; decidedBy: string | null }
+/** A refusal, shaped as a tool result the model can adapt to. */
+export interface Denial { kind: ActionKind; target: string; tool: string | null; reason: string; verdict: Verdict | null; toolResult: string }
+/** The gate allowed the call: run this action (the approver's modified one, re-checked). */
+export interface Allowed { outcome: 'allowed'; kind: ActionKind; target: string; tool: string | null; verdict: Verdict; cachedApproval: boolean; remember: Rule[] }
+/** The gate refused the call. */
+export interface Denied extends Denial { outcome: 'denied' }
+/** The approver deferred: the request is persisted in the store. */
+export interface Deferred { outcome: 'deferred'; request: ApprovalRequest; reason: string; toolResult: string }
+/** What the gate decided for one call; `outcome` says which fields it has. */
+export type Authorization = Allowed | Denied | Deferred
+/** What the file checker decided, with the path forms it judged. */
+export interface FileCheck { verdict: Verdict; lexical: string | null; resolved: string | null; root: string | null }
+/** What the network checker decided for one target. */
+export interface NetworkCheck { verdict: Verdict; host: string | null; port: number | null; hostPort: string | null; scheme: string | null; addressClass: string | null }
+/** A network check and the vetted addresses to connect to (empty unless allowed or asked). */
+export interface NetworkResolution { check: NetworkCheck; addrs: string[] }
+/** What the shell parser finds in a command line. */
+export interface ParsedCommandLine { programs: string[]; unresolved: string[]; plain: boolean }
 /** What a JavaScript approver may answer. */
 export type ApproverAnswer = boolean | 'approve' | 'allow' | 'deny' | 'defer' | Decision
 /** A JavaScript approver: returns an answer or a Promise of one; a rejection is a denial. */
@@ -81,7 +109,7 @@ export interface Subscription extends AsyncIterable<Notification> {}
 
 /** The facade error variant a `TurnGateError` came from (`PermissionDenied`: a guarded
  * function's refusal, see `Gate.guard`). */
-export type TurnGateErrorCode = 'Policy' | 'Snapshot' | 'Store' | 'SandboxUnavailable' | 'Approval' | 'Run' | 'Invalid' | 'PermissionDenied'
+export type TurnGateErrorCode = 'ERR_TURNGATE_POLICY' | 'ERR_TURNGATE_SNAPSHOT' | 'ERR_TURNGATE_STORE' | 'ERR_TURNGATE_SANDBOX_UNAVAILABLE' | 'ERR_TURNGATE_APPROVAL' | 'ERR_TURNGATE_RUN' | 'ERR_TURNGATE_INVALID_INPUT' | 'ERR_TURNGATE_PERMISSION_DENIED'
 
 /** Base class of every turngate error; `code` names the facade's error variant. */
 export declare class TurnGateError extends Error {
@@ -89,7 +117,7 @@ export declare class TurnGateError extends Error {
 }
 /** A policy did not parse or compile, or named an unknown kind, effect or mode. */
 export declare class PolicyError extends TurnGateError {
-  readonly code: 'Policy'
+  readonly code: 'ERR_TURNGATE_POLICY'
   /** For a parse error: the failing field path (`.` for the document). */
   readonly path: string | null
   /** For a parse error: the 1-based line. */
@@ -99,35 +127,35 @@ export declare class PolicyError extends TurnGateError {
 }
 /** A turn snapshot could not be resolved, or refuses what was asked of it. */
 export declare class SnapshotError extends TurnGateError {
-  readonly code: 'Snapshot'
+  readonly code: 'ERR_TURNGATE_SNAPSHOT'
   /** `invalid_path`, `cwd_outside_roots`, `source_not_selectable`, `provider_native_on_native_shell`. */
   readonly snapshotCode: string
 }
 /** The durable approval/audit store failed. */
 export declare class StoreError extends TurnGateError {
-  readonly code: 'Store'
+  readonly code: 'ERR_TURNGATE_STORE'
 }
 /** A sandbox backend is required but unavailable on this platform. */
 export declare class SandboxUnavailableError extends TurnGateError {
-  readonly code: 'SandboxUnavailable'
+  readonly code: 'ERR_TURNGATE_SANDBOX_UNAVAILABLE'
 }
 /** An approval operation was refused (unknown or duplicate request, a resolution the request
  * does not offer, a closed broker or gate). */
 export declare class ApprovalError extends TurnGateError {
-  readonly code: 'Approval'
+  readonly code: 'ERR_TURNGATE_APPROVAL'
 }
 /** A command could not be run (spawn or I/O failed); nothing ran unconfined. */
 export declare class RunError extends TurnGateError {
-  readonly code: 'Run'
+  readonly code: 'ERR_TURNGATE_RUN'
 }
 /** An argument was malformed (not the expected protocol object, an unknown name). */
 export declare class InvalidInputError extends TurnGateError {
-  readonly code: 'Invalid'
+  readonly code: 'ERR_TURNGATE_INVALID_INPUT'
 }
 
 /** A guarded function's refusal with `onDeny: 'throw'`: the function did not run. */
 export declare class PermissionDeniedError extends TurnGateError {
-  readonly code: 'PermissionDenied'
+  readonly code: 'ERR_TURNGATE_PERMISSION_DENIED'
   /** Why, in words (for a deferral: that the request waits for a person). */
   readonly reason: string
   /** The text a model can read and adapt to (what `onDeny: 'return'` returns). */

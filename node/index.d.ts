@@ -68,9 +68,37 @@ export interface ApprovalAsk {
   request: ApprovalRequest
   /** The action that runs if approved. */
   action: { kind: ActionKind; target: string; tool?: string }
-  /** The ask verdict: `{ effect, rule, layer, reason }` (`rule` is the deciding pattern). */
-  verdict: { effect: Effect; rule: string | null; layer: string; reason: string }
+  /** The ask verdict. */
+  verdict: Verdict
 }
+
+// The facade's records (bindings/src), the same fields in every language, camelCased.
+/** A rule: a kind, an effect, a glob on the target, an optional glob on the tool. */
+export interface Rule { kind: ActionKind; effect: Effect; pattern: string; tool?: string | null }
+/** The verdict of an action: the effect, the deciding rule (null when a default decided), its layer, a machine-readable reason. */
+export interface Verdict { effect: Effect; rule: Rule | null; layer: string; reason: string }
+/** One tool call as the gate takes it (unknown fields throw). */
+export interface Invocation { kind: ActionKind; target: string; tool?: string | null; itemId?: string | null; toolId?: string | null; cwd?: string | null }
+/** A checker evaluation: the verdict, the canonical target judged, and for a shell command that is denied or asks, the part of the line that decided. */
+export interface Evaluation { verdict: Verdict; target: string; decidedBy: string | null }
+/** A refusal, shaped as a tool result the model can adapt to. */
+export interface Denial { kind: ActionKind; target: string; tool: string | null; reason: string; verdict: Verdict | null; toolResult: string }
+/** The gate allowed the call: run this action (the approver's modified one, re-checked). */
+export interface Allowed { outcome: 'allowed'; kind: ActionKind; target: string; tool: string | null; verdict: Verdict; cachedApproval: boolean; remember: Rule[] }
+/** The gate refused the call. */
+export interface Denied extends Denial { outcome: 'denied' }
+/** The approver deferred: the request is persisted in the store. */
+export interface Deferred { outcome: 'deferred'; request: ApprovalRequest; reason: string; toolResult: string }
+/** What the gate decided for one call; `outcome` says which fields it has. */
+export type Authorization = Allowed | Denied | Deferred
+/** What the file checker decided, with the path forms it judged. */
+export interface FileCheck { verdict: Verdict; lexical: string | null; resolved: string | null; root: string | null }
+/** What the network checker decided for one target. */
+export interface NetworkCheck { verdict: Verdict; host: string | null; port: number | null; hostPort: string | null; scheme: string | null; addressClass: string | null }
+/** A network check and the vetted addresses to connect to (empty unless allowed or asked). */
+export interface NetworkResolution { check: NetworkCheck; addrs: string[] }
+/** What the shell parser finds in a command line. */
+export interface ParsedCommandLine { programs: string[]; unresolved: string[]; plain: boolean }
 /** What a JavaScript approver may answer. */
 export type ApproverAnswer = boolean | 'approve' | 'allow' | 'deny' | 'defer' | Decision
 /** A JavaScript approver: returns an answer or a Promise of one; a rejection is a denial. */
@@ -81,7 +109,7 @@ export interface Subscription extends AsyncIterable<Notification> {}
 
 /** The facade error variant a `TurnGateError` came from (`PermissionDenied`: a guarded
  * function's refusal, see `Gate.guard`). */
-export type TurnGateErrorCode = 'Policy' | 'Snapshot' | 'Store' | 'SandboxUnavailable' | 'Approval' | 'Run' | 'Invalid' | 'PermissionDenied'
+export type TurnGateErrorCode = 'ERR_TURNGATE_POLICY' | 'ERR_TURNGATE_SNAPSHOT' | 'ERR_TURNGATE_STORE' | 'ERR_TURNGATE_SANDBOX_UNAVAILABLE' | 'ERR_TURNGATE_APPROVAL' | 'ERR_TURNGATE_RUN' | 'ERR_TURNGATE_INVALID_INPUT' | 'ERR_TURNGATE_PERMISSION_DENIED'
 
 /** Base class of every turngate error; `code` names the facade's error variant. */
 export declare class TurnGateError extends Error {
@@ -89,7 +117,7 @@ export declare class TurnGateError extends Error {
 }
 /** A policy did not parse or compile, or named an unknown kind, effect or mode. */
 export declare class PolicyError extends TurnGateError {
-  readonly code: 'Policy'
+  readonly code: 'ERR_TURNGATE_POLICY'
   /** For a parse error: the failing field path (`.` for the document). */
   readonly path: string | null
   /** For a parse error: the 1-based line. */
@@ -99,35 +127,35 @@ export declare class PolicyError extends TurnGateError {
 }
 /** A turn snapshot could not be resolved, or refuses what was asked of it. */
 export declare class SnapshotError extends TurnGateError {
-  readonly code: 'Snapshot'
+  readonly code: 'ERR_TURNGATE_SNAPSHOT'
   /** `invalid_path`, `cwd_outside_roots`, `source_not_selectable`, `provider_native_on_native_shell`. */
   readonly snapshotCode: string
 }
 /** The durable approval/audit store failed. */
 export declare class StoreError extends TurnGateError {
-  readonly code: 'Store'
+  readonly code: 'ERR_TURNGATE_STORE'
 }
 /** A sandbox backend is required but unavailable on this platform. */
 export declare class SandboxUnavailableError extends TurnGateError {
-  readonly code: 'SandboxUnavailable'
+  readonly code: 'ERR_TURNGATE_SANDBOX_UNAVAILABLE'
 }
 /** An approval operation was refused (unknown or duplicate request, a resolution the request
  * does not offer, a closed broker or gate). */
 export declare class ApprovalError extends TurnGateError {
-  readonly code: 'Approval'
+  readonly code: 'ERR_TURNGATE_APPROVAL'
 }
 /** A command could not be run (spawn or I/O failed); nothing ran unconfined. */
 export declare class RunError extends TurnGateError {
-  readonly code: 'Run'
+  readonly code: 'ERR_TURNGATE_RUN'
 }
 /** An argument was malformed (not the expected protocol object, an unknown name). */
 export declare class InvalidInputError extends TurnGateError {
-  readonly code: 'Invalid'
+  readonly code: 'ERR_TURNGATE_INVALID_INPUT'
 }
 
 /** A guarded function's refusal with `onDeny: 'throw'`: the function did not run. */
 export declare class PermissionDeniedError extends TurnGateError {
-  readonly code: 'PermissionDenied'
+  readonly code: 'ERR_TURNGATE_PERMISSION_DENIED'
   /** Why, in words (for a deferral: that the request waits for a person). */
   readonly reason: string
   /** The text a model can read and adapt to (what `onDeny: 'return'` returns). */
@@ -330,10 +358,10 @@ export declare class Policy {
   /** Read a `.json` or `.toml` policy file. */
   static fromFile(path: string): Policy
   /**
-   * The tiered default policy: reads allowed, writes and execs ask (`rustc` and
-   * `testBinary` allowed), network denied (`providerHost` allowed), secrets denied.
+   * The tiered policy: reads allowed, writes and execs ask (`rustc` and `testBinary`
+   * allowed), network denied (`providerHost` allowed), secrets denied.
    */
-  static default(options?: DefaultOptions | undefined | null): Policy
+  static tiered(options?: TieredOptions | undefined | null): Policy
   /** Enforces nothing. Only for callers that pass no policy. */
   static permissive(): Policy
   /**
@@ -439,28 +467,6 @@ export interface Action {
   tool?: string
 }
 
-/** What the gate decided for one call. `outcome` says which fields are set. */
-export interface Authorization {
-  /** `allowed`, `denied` or `deferred`. */
-  outcome: 'allowed' | 'denied' | 'deferred'
-  /** Allowed: the action to run (canonical target; the approver's modified one, re-checked). */
-  action?: Action
-  /** Allowed: the verdict that allowed it (for an approved ask: the ask verdict). */
-  verdict?: Verdict
-  /** Allowed: true when an `allow_for_turn` grant answered without a prompt. */
-  cachedApproval: boolean
-  /** Allowed: remembered rules that passed the re-check (for the caller to persist). */
-  remember: Array<Rule>
-  /** Denied: the refusal. */
-  denial?: Denial
-  /** Deferred: the persisted `TurnPermissionApprovalRequest`, exactly as shown. */
-  request?: ApprovalRequest
-  /** Denied or deferred: why the call did not run, in words. */
-  reason?: string
-  /** Denied or deferred: the text to hand the model as the tool's result. */
-  toolResult?: string
-}
-
 /**
  * The `TaskAgentSecurityCap` a child of `snapshot` receives; `origin` is `"parent_turn"` or
  * `"task_policy"`.
@@ -498,31 +504,7 @@ export interface Decision {
   /** For an approval: a rewritten action to run instead (re-checked). */
   modified?: Action
   /** For an approval: rules to remember for the rest of the run (re-checked). */
-  remember?: Array<Rule>
-}
-
-/** Options of `Policy.default`. */
-export interface DefaultOptions {
-  /** A test binary allowed for exec. */
-  testBinary?: string
-  /** A provider host allowed for network. */
-  providerHost?: string
-}
-
-/** A refusal, shaped as a tool result the model can adapt to. */
-export interface Denial {
-  /** The refused action's kind. */
-  kind: string
-  /** The refused action's target. */
-  target: string
-  /** The refused action's tool. */
-  tool?: string
-  /** Why, in words. */
-  reason: string
-  /** The verdict behind it, when the policy denied. */
-  verdict?: Verdict
-  /** The text to hand the model as the tool's result. */
-  toolResult: string
+  remember?: Rule[]
 }
 
 /** A variable the filter dropped, and why. */
@@ -561,26 +543,6 @@ export interface EnvVar {
  */
 export declare function evaluate(snapshot: TurnExecutionSecuritySnapshot, invocation: Invocation): Evaluation
 
-/** The checker evaluation of one call: the verdict and the canonical target judged. */
-export interface Evaluation {
-  /** The verdict. */
-  verdict: Verdict
-  /** The canonical target (resolved path, `host:port`, the command line). */
-  target: string
-}
-
-/** What the file checker decided, with the path forms it judged. */
-export interface FileCheck {
-  /** The verdict. */
-  verdict: Verdict
-  /** The lexically normalized absolute path. */
-  lexical?: string
-  /** The fully resolved path (symlinks followed), when it could be resolved. */
-  resolved?: string
-  /** The root that contains it. */
-  root?: string
-}
-
 /** A filtered environment. */
 export interface FilteredEnv {
   /** The variables kept. */
@@ -611,51 +573,11 @@ export interface GateOptions {
 /** Narrow a snapshot by a `TaskAgentSecurityCap`. */
 export declare function intersect(snapshot: TurnExecutionSecuritySnapshot, cap: TaskAgentSecurityCap): TurnExecutionSecuritySnapshot
 
-/** One tool call as the gate takes it. */
-export interface Invocation {
-  /** The action kind's wire name. */
-  kind: ActionKind
-  /** The target (path, command line, URL or `host:port`, `server/tool`, name). */
-  target: string
-  /** The tool's name. */
-  tool?: string
-  /** The turn item id (audit rows). */
-  itemId?: string
-  /** The tool call id (audit rows). */
-  toolId?: string
-  /** For shell commands: the working directory. */
-  cwd?: string
-}
-
 /**
  * How a CLI runtime (`"codex"`, `"claude"`) is driven in a permission mode (a
  * `CliRuntimeMapping` object).
  */
 export declare function mapCliRuntime(runtime: 'codex' | 'claude', mode: PermissionMode): JsonObject
-
-/** What the network checker decided, with the parsed target. */
-export interface NetworkCheck {
-  /** The verdict. */
-  verdict: Verdict
-  /** The host. */
-  host?: string
-  /** The port. */
-  port?: number
-  /** `host:port`. */
-  hostPort?: string
-  /** The URL scheme. */
-  scheme?: string
-  /** The address class of a literal address (`loopback`, `private`, ...). */
-  addressClass?: string
-}
-
-/** A network check with the vetted addresses to connect to. */
-export interface NetworkResolution {
-  /** The check. */
-  check: NetworkCheck
-  /** The resolved, vetted addresses (connect only to these). */
-  addrs: Array<string>
-}
 
 /**
  * What `openRead`/`openWrite` did: a file descriptor to use with `node:fs` (close it), or a
@@ -672,16 +594,6 @@ export interface OpenResult {
 
 /** What the shell parser finds in a command line (the programs an exec rule judges). */
 export declare function parseCommandLine(line: string): ParsedCommandLine
-
-/** What the shell parser finds in a command line. */
-export interface ParsedCommandLine {
-  /** The programs an exec rule judges. */
-  programs: Array<string>
-  /** Constructs that cannot be resolved statically (`command_substitution`, ...). */
-  unresolved: Array<string>
-  /** True for a plain line (no shell constructs). */
-  plain: boolean
-}
 
 /**
  * The spawn plan of a command line under a `TurnSandboxSnapshot`, a
@@ -747,18 +659,6 @@ export interface RespondResult {
   outcome: ApprovalOutcome
   /** True when this response is the one recorded. */
   applied: boolean
-}
-
-/** A rule of a policy: a kind, an effect, a glob on the target, an optional glob on the tool. */
-export interface Rule {
-  /** The action kind's wire name. */
-  kind: string
-  /** `allow`, `ask` or `deny`. */
-  effect: Effect
-  /** The glob on the target. */
-  pattern: string
-  /** The optional glob on the tool name. */
-  tool?: string
 }
 
 /** Options of `Policy.rule`. */
@@ -839,19 +739,12 @@ export interface StoreResolution {
   applied: boolean
 }
 
-/**
- * The verdict of an action: the effect enforced, the deciding rule (null when a default
- * decided), the deciding layer, and a machine-readable reason.
- */
-export interface Verdict {
-  /** The effect enforced. */
-  effect: Effect
-  /** The deciding rule, or null when a default decided. */
-  rule: Rule | null
-  /** The deciding layer (`defaults`, a cap's name, `target`, `shell`, or a layer name). */
-  layer: string
-  /** The machine-readable reason (`deny_rule`, `default`, ...). */
-  reason: string
+/** Options of `Policy.tiered`. */
+export interface TieredOptions {
+  /** A test binary allowed for exec. */
+  testBinary?: string
+  /** A provider host allowed for network. */
+  providerHost?: string
 }
 
 /** The version of the turngate core. */

@@ -7,12 +7,16 @@ const path = require('node:path')
 
 const native = require('./native.js')
 
-/** Base class of every turngate error; `code` names the facade's error variant. */
+/** The Node error code of a facade error variant: `ERR_TURNGATE_` and its name in capitals
+ * (`InvalidInput` -> `ERR_TURNGATE_INVALID_INPUT`). */
+const codeOf = (variant) => 'ERR_TURNGATE_' + variant.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase()
+
+/** Base class of every turngate error; `code` is `ERR_TURNGATE_<variant>`. */
 class TurnGateError extends Error {
-  constructor(message, code, details) {
+  constructor(message, variant, details) {
     super(message)
     this.name = new.target.name
-    this.code = code
+    this.code = codeOf(variant)
     if (details) Object.assign(this, details)
   }
 }
@@ -39,7 +43,7 @@ const CLASSES = {
   SandboxUnavailable: SandboxUnavailableError,
   Approval: ApprovalError,
   Run: RunError,
-  Invalid: InvalidInputError,
+  InvalidInput: InvalidInputError,
 }
 
 
@@ -69,7 +73,7 @@ function reasonOf(error) {
 const pendingAnswers = new Set()
 
 function wrapApprover(fn) {
-  if (typeof fn !== 'function') throw new InvalidInputError('approver: expected a function', 'Invalid')
+  if (typeof fn !== 'function') throw new InvalidInputError('approver: expected a function', 'InvalidInput')
   return (ask) => {
     const answer = (async () => {
       try {
@@ -109,53 +113,6 @@ native.Subscription.prototype[Symbol.asyncIterator] = function () {
   }
 }
 
-// `Policy.explain` builds its Verdict in JavaScript from the addon's flat answer (the same
-// fields as the addon's own object conversion; test/api.test.mjs compares the two).
-const nativeExplain = native.Policy.prototype.explain
-const explainFlat = native.Policy.prototype.explainFlat
-function explain(kind, target, tool) {
-  const flat = explainFlat.call(this, kind, target, tool)
-  if (typeof flat !== 'string') return flat
-  const f = flat.split('\u001f')
-  const rule = f.length < 6 ? null : f.length < 7 ? { kind: f[3], effect: f[4], pattern: f[5] } : { kind: f[3], effect: f[4], pattern: f[5], tool: f[6] }
-  return { effect: f[0], rule, layer: f[1], reason: f[2] }
-}
-Object.defineProperty(native.Policy.prototype, 'explain', { value: explain, writable: true, enumerable: true, configurable: true })
-Object.defineProperty(native.Policy.prototype, 'explainNative', { value: nativeExplain, writable: true, enumerable: false, configurable: true })
-delete native.Policy.prototype.explainFlat
-
-// `Policy.checkBatch` sends the batch as one string (see `checkBatchFlat` in node/src/policy.rs)
-// unless a field contains a separator, when the addon's array conversion takes it unchanged.
-const nativeCheckBatch = native.Policy.prototype.checkBatch
-const checkBatchFlat = native.Policy.prototype.checkBatchFlat
-const EFFECTS = { a: 'allow', k: 'ask', d: 'deny' }
-const clean = (s) => typeof s === 'string' && !s.includes('\u001e') && !s.includes('\u001f')
-function checkBatch(actions) {
-  if (!Array.isArray(actions)) return nativeCheckBatch.call(this, actions)
-  const parts = new Array(actions.length)
-  for (let i = 0; i < actions.length; i++) {
-    const a = actions[i]
-    let kind, target, tool
-    if (Array.isArray(a)) {
-      if (a.length < 2 || a.length > 3) return nativeCheckBatch.call(this, actions)
-      ;[kind, target, tool] = a
-    } else if (a !== null && typeof a === 'object') {
-      ;({ kind, target, tool } = a)
-    } else {
-      return nativeCheckBatch.call(this, actions)
-    }
-    if (!clean(kind) || !clean(target) || (tool != null && !clean(tool))) return nativeCheckBatch.call(this, actions)
-    parts[i] = tool == null ? kind + '\u001f' + target : kind + '\u001f' + target + '\u001f' + tool
-  }
-  const letters = checkBatchFlat.call(this, parts.join('\u001e'))
-  const out = new Array(letters.length)
-  for (let i = 0; i < letters.length; i++) out[i] = EFFECTS[letters[i]]
-  return out
-}
-Object.defineProperty(native.Policy.prototype, 'checkBatch', { value: checkBatch, writable: true, enumerable: true, configurable: true })
-Object.defineProperty(native.Policy.prototype, 'checkBatchNative', { value: nativeCheckBatch, writable: true, enumerable: false, configurable: true })
-delete native.Policy.prototype.checkBatchFlat
-
 // ---- guard ----------------------------------------------------------------------------------
 
 /** A refusal raised by a guarded function with `onDeny: 'throw'`: the function did not run.
@@ -189,7 +146,7 @@ function refusalText(kind, target, reason) {
  * wrapper returns the refusal's `toolResult` (the text a model can adapt to), or with
  * `onDeny: 'throw'` rejects with a `PermissionDeniedError`. `tool` defaults to `fn.name`. */
 function guard(options, fn) {
-  const invalid = (message) => new InvalidInputError(`guard: ${message}`, 'Invalid')
+  const invalid = (message) => new InvalidInputError(`guard: ${message}`, 'InvalidInput')
   if (options === null || typeof options !== 'object') throw invalid('options must be an object { kind, arg | target, tool?, onDeny? }')
   const { kind, target, arg, tool, onDeny = 'return' } = options
   if (typeof kind !== 'string') throw invalid(`options.kind must be an action kind name, not ${JSON.stringify(kind)}`)
@@ -266,7 +223,7 @@ function guard(options, fn) {
     const auth = await gate.authorize(inv(kind, value))
     let refusal
     if (auth.outcome === 'allowed') {
-      const call = decided(args, value, auth.action)
+      const call = decided(args, value, auth)
       if (call.args) return await fn.apply(this, call.args)
       const r = call.refused
       const text = refusalText(r.kind, r.target, r.reason)
@@ -299,6 +256,19 @@ const ACTION_KINDS = Object.freeze([
 
 // The error-factory hook is not part of the API.
 const { setHooks: _hooks, ...api } = native
+
+// The classes, as JavaScript classes behave: called without `new`, a TypeError (napi-rs's
+// constructors would otherwise run as plain functions). Statics, `instanceof` and
+// construction pass through unchanged.
+for (const [name, value] of Object.entries(api)) {
+  if (typeof value === 'function' && /^[A-Z]/.test(name) && value.prototype) {
+    api[name] = new Proxy(value, {
+      apply() {
+        throw new TypeError(`Class constructor ${name} cannot be invoked without 'new'`)
+      },
+    })
+  }
+}
 
 module.exports = {
   ...api,

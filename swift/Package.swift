@@ -29,7 +29,7 @@ let package = Package(
         .library(name: "TurnGate", targets: ["TurnGate"]),
     ],
     targets: [
-        // The C header and module map UniFFI generates (module.modulemap, per DESIGN.md §8).
+        // The C header and module map UniFFI generates (module.modulemap, per docs/bindings-swift-c.md).
         .systemLibrary(name: "turngateFFI", path: "Sources/turngateFFI"),
         // The generated Swift. Swift 6 language mode crashes the compiler on the generated
         // async-callback code, so this target is compiled in Swift 5 mode.
@@ -46,6 +46,10 @@ let package = Package(
         .target(name: "TurnGate", dependencies: ["TurnGateBindings"], path: "Sources/TurnGate"),
         .executableTarget(
             name: "TurnGateBench", dependencies: ["TurnGate"], path: "Sources/TurnGateBench"),
+        // The cross-language golden test's Swift driver (scripts/test-golden).
+        .executableTarget(
+            name: "TurnGateGolden", dependencies: ["TurnGate"], path: "Sources/TurnGateGolden",
+            swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(name: "TurnGateTests", dependencies: ["TurnGate"], path: "Tests/TurnGateTests"),
     ]
 )

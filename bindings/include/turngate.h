@@ -173,231 +173,6 @@ void tg_string_free(char *s);
 const char *tg_effect_name(enum TgEffect effect);
 
 /**
- * Parses a policy file's JSON text and compiles it. On success `*out_policy` is a new policy
- * owned by the caller (release with `tg_policy_free`). `origin` (a file name, may be NULL) is
- * quoted in errors, which name the failing field, line and column.
- *
- * # Safety
- * `text` and `origin` are NULL or NUL-terminated strings; `out_policy` is writable.
- */
-enum TgStatus tg_policy_from_json(const char *text,
-                                  const char *origin,
-                                  struct TgPolicy **out_policy);
-
-/**
- * Parses a policy file's TOML text and compiles it. Ownership as `tg_policy_from_json`.
- *
- * # Safety
- * As `tg_policy_from_json`.
- */
-enum TgStatus tg_policy_from_toml(const char *text,
-                                  const char *origin,
-                                  struct TgPolicy **out_policy);
-
-/**
- * The compiled policy of a permission mode (`full_access`, `auto_accept_edits`,
- * `supervised`). On success `*out_policy` is owned by the caller.
- *
- * # Safety
- * `mode` is a NUL-terminated string; `out_policy` is writable.
- */
-enum TgStatus tg_policy_from_mode(const char *mode, struct TgPolicy **out_policy);
-
-/**
- * The tiered `Policy::default()`: reads allowed, writes and exec ask (`rustc` and the optional
- * `test_binary` allowed), network denied (the optional `provider_host` allowed), secrets
- * denied. Both arguments may be NULL. On success `*out_policy` is owned by the caller.
- *
- * # Safety
- * `test_binary` and `provider_host` are NULL or NUL-terminated; `out_policy` is writable.
- */
-enum TgStatus tg_policy_default(const char *test_binary,
-                                const char *provider_host,
-                                struct TgPolicy **out_policy);
-
-/**
- * `Policy::permissive()`: enforces nothing. On success `*out_policy` is owned by the caller.
- *
- * # Safety
- * `out_policy` is writable.
- */
-enum TgStatus tg_policy_permissive(struct TgPolicy **out_policy);
-
-/**
- * `merge`: `other` composed as a peer over `policy` (the stricter default wins; an overlay can
- * never re-allow a deny). Both inputs stay owned by the caller; `*out_policy` is a new policy
- * owned by the caller.
- *
- * # Safety
- * `policy` and `other` are live policies; `out_policy` is writable.
- */
-enum TgStatus tg_policy_merge(const struct TgPolicy *policy,
-                              const struct TgPolicy *other,
-                              struct TgPolicy **out_policy);
-
-/**
- * `contain`: `cap` added to `policy` as a cap (the result is at least as strict as both). Both
- * inputs stay owned by the caller; `*out_policy` is a new policy owned by the caller.
- *
- * # Safety
- * `policy` and `cap` are live policies; `out_policy` is writable.
- */
-enum TgStatus tg_policy_contain(const struct TgPolicy *policy,
-                                const struct TgPolicy *cap,
-                                struct TgPolicy **out_policy);
-
-/**
- * Releases a policy. NULL is a no-op.
- *
- * # Safety
- * `policy` is NULL or a policy from this library that has not been freed, and no other thread
- * is using it.
- */
-void tg_policy_free(struct TgPolicy *policy);
-
-/**
- * The effect of an action (the hot path): exactly the `effect` of `tg_policy_explain_json`.
- * `kind` is a wire name (`file_read`, `shell_command`, ...), `target` the path, command line,
- * `host:port`, `server/tool` or name; `tool` may be NULL. Writes `*out_effect`.
- *
- * # Safety
- * `policy` is a live policy; `kind`, `target` are NUL-terminated, `tool` NULL or
- * NUL-terminated; `out_effect` is writable.
- */
-enum TgStatus tg_policy_check(const struct TgPolicy *policy,
-                              const char *kind,
-                              const char *target,
-                              const char *tool,
-                              enum TgEffect *out_effect);
-
-/**
- * The verdict of an action as JSON: `{"effect", "rule", "layer", "reason"}`, with `rule` the
- * deciding rule's pattern or null (a default decided). `*out_json` is owned by the caller
- * (release with `tg_string_free`).
- *
- * # Safety
- * As `tg_policy_check`, with `out_json` writable.
- */
-enum TgStatus tg_policy_explain_json(const struct TgPolicy *policy,
-                                     const char *kind,
-                                     const char *target,
-                                     const char *tool,
-                                     char **out_json);
-
-/**
- * The policy in the policy-file JSON format. `*out_json` is owned by the caller.
- *
- * # Safety
- * `policy` is a live policy; `out_json` is writable.
- */
-enum TgStatus tg_policy_to_json(const struct TgPolicy *policy, char **out_json);
-
-/**
- * `resolve(selection, context, cap)` over JSON text: a `TurnPermissionProfileSelection` (NULL
- * for the default full-access profile), a `ResolveContext` and an optional
- * `TaskAgentSecurityCap` (NULL for none), to a `TurnExecutionSecuritySnapshot`. `*out_json` is
- * owned by the caller.
- *
- * # Safety
- * `context` is NUL-terminated; `selection` and `cap` NULL or NUL-terminated; `out_json`
- * writable.
- */
-enum TgStatus tg_snapshot_resolve_json(const char *selection,
-                                       const char *context,
-                                       const char *cap,
-                                       char **out_json);
-
-/**
- * `intersect(snapshot, cap)`: the snapshot narrowed by a `TaskAgentSecurityCap`, as JSON.
- * `*out_json` is owned by the caller.
- *
- * # Safety
- * `snapshot` and `cap` are NUL-terminated; `out_json` writable.
- */
-enum TgStatus tg_snapshot_intersect_json(const char *snapshot, const char *cap, char **out_json);
-
-/**
- * `cap_from_parent(snapshot, origin)`: the `TaskAgentSecurityCap` a child of `snapshot`
- * receives; `origin` is `parent_turn` or `task_policy`. `*out_json` is owned by the caller.
- *
- * # Safety
- * `snapshot` and `origin` are NUL-terminated; `out_json` writable.
- */
-enum TgStatus tg_snapshot_cap_from_parent_json(const char *snapshot,
-                                               const char *origin,
-                                               char **out_json);
-
-/**
- * The system-prompt permissions section for a `TurnPermissionProfileSnapshot` (JSON), or
- * `*out_text` NULL when the profile needs none (the default full-access profile). A non-NULL
- * `*out_text` is owned by the caller.
- *
- * # Safety
- * `profile` is NUL-terminated; `out_text` writable.
- */
-enum TgStatus tg_render_permissions_section(const char *profile, char **out_text);
-
-/**
- * How a CLI runtime (`codex`, `claude`) is driven in a mode, as a `CliRuntimeMapping` (JSON).
- * `*out_json` is owned by the caller.
- *
- * # Safety
- * `runtime` and `mode` are NUL-terminated; `out_json` writable.
- */
-enum TgStatus tg_map_cli_runtime_json(const char *runtime, const char *mode, char **out_json);
-
-/**
- * The probed `PlatformCapabilities` of this machine (OS, Landlock ABI, seccomp, ...), as JSON:
- * the `platform` of a `ResolveContext`. `*out_json` is owned by the caller.
- *
- * # Safety
- * `out_json` writable.
- */
-enum TgStatus tg_probe_platform_json(char **out_json);
-
-/**
- * Applies one reducer input (`{"audit_event": ...}` or `{"notification": ...}`) to a
- * `ClientState` (NULL for the empty state), giving the next state as JSON. `*out_json` is
- * owned by the caller.
- *
- * # Safety
- * `input` is NUL-terminated; `state` NULL or NUL-terminated; `out_json` writable.
- */
-enum TgStatus tg_reduce_json(const char *state, const char *input, char **out_json);
-
-/**
- * Applies a JSON list of reducer inputs in order from `state` (NULL for the empty state).
- * `*out_json` is owned by the caller.
- *
- * # Safety
- * `inputs` is NUL-terminated; `state` NULL or NUL-terminated; `out_json` writable.
- */
-enum TgStatus tg_reduce_all_json(const char *state, const char *inputs, char **out_json);
-
-/**
- * The normalized `ApprovalScope` of an action, as JSON (relative paths joined to `cwd`; `tool`
- * and `cwd` may be NULL). `*out_json` is owned by the caller.
- *
- * # Safety
- * `kind`, `target` are NUL-terminated; `tool`, `cwd` NULL or NUL-terminated; `out_json`
- * writable.
- */
-enum TgStatus tg_scope_from_action_json(const char *kind,
-                                        const char *target,
-                                        const char *tool,
-                                        const char *cwd,
-                                        char **out_json);
-
-/**
- * The `scope_hash` (lowercase hex SHA-256) of an `ApprovalScope` given as JSON. `*out_hash` is
- * owned by the caller.
- *
- * # Safety
- * `scope` is NUL-terminated; `out_hash` writable.
- */
-enum TgStatus tg_scope_hash(const char *scope, char **out_hash);
-
-/**
  * The number of elements of the JSON array `json`. Fails (`TG_STATUS_INVALID`) when `json` is
  * not an array.
  *
@@ -735,8 +510,8 @@ enum TgStatus tg_gate_run_approved_json(const struct TgGate *gate,
  * root (`openat2` with `RESOLVE_BENEATH` on Linux), blocking until decided. When opened,
  * `*out_fd` is a read-only descriptor owned by the caller (release with `close`) and
  * `*out_denial_json` stays NULL. When refused (by the policy, the approver, a deferral or the
- * race-free open), `*out_fd` is -1 and `*out_denial_json` the denial as
- * `tg_gate_authorize_json` writes it, owned by the caller; the status is still
+ * race-free open), `*out_fd` is -1 and `*out_denial_json` the `Denial`
+ * record (`{"kind", "target", "tool", "reason", "verdict", "tool_result"}`), owned by the caller; the status is still
  * `TG_STATUS_OK`.
  *
  * # Safety
@@ -783,6 +558,231 @@ enum TgStatus tg_gate_resolve_and_check_json(const struct TgGate *gate,
  * `gate` is a live gate; `scope_hash` NUL-terminated.
  */
 enum TgStatus tg_gate_grant_for_turn(const struct TgGate *gate, const char *scope_hash);
+
+/**
+ * Parses a policy file's JSON text and compiles it. On success `*out_policy` is a new policy
+ * owned by the caller (release with `tg_policy_free`). `origin` (a file name, may be NULL) is
+ * quoted in errors, which name the failing field, line and column.
+ *
+ * # Safety
+ * `text` and `origin` are NULL or NUL-terminated strings; `out_policy` is writable.
+ */
+enum TgStatus tg_policy_from_json(const char *text,
+                                  const char *origin,
+                                  struct TgPolicy **out_policy);
+
+/**
+ * Parses a policy file's TOML text and compiles it. Ownership as `tg_policy_from_json`.
+ *
+ * # Safety
+ * As `tg_policy_from_json`.
+ */
+enum TgStatus tg_policy_from_toml(const char *text,
+                                  const char *origin,
+                                  struct TgPolicy **out_policy);
+
+/**
+ * The compiled policy of a permission mode (`full_access`, `auto_accept_edits`,
+ * `supervised`). On success `*out_policy` is owned by the caller.
+ *
+ * # Safety
+ * `mode` is a NUL-terminated string; `out_policy` is writable.
+ */
+enum TgStatus tg_policy_from_mode(const char *mode, struct TgPolicy **out_policy);
+
+/**
+ * The tiered policy (`tiered` in every language): reads allowed, writes and exec ask (`rustc` and the optional
+ * `test_binary` allowed), network denied (the optional `provider_host` allowed), secrets
+ * denied. Both arguments may be NULL. On success `*out_policy` is owned by the caller.
+ *
+ * # Safety
+ * `test_binary` and `provider_host` are NULL or NUL-terminated; `out_policy` is writable.
+ */
+enum TgStatus tg_policy_tiered(const char *test_binary,
+                               const char *provider_host,
+                               struct TgPolicy **out_policy);
+
+/**
+ * `Policy::permissive()`: enforces nothing. On success `*out_policy` is owned by the caller.
+ *
+ * # Safety
+ * `out_policy` is writable.
+ */
+enum TgStatus tg_policy_permissive(struct TgPolicy **out_policy);
+
+/**
+ * `merge`: `other` composed as a peer over `policy` (the stricter default wins; an overlay can
+ * never re-allow a deny). Both inputs stay owned by the caller; `*out_policy` is a new policy
+ * owned by the caller.
+ *
+ * # Safety
+ * `policy` and `other` are live policies; `out_policy` is writable.
+ */
+enum TgStatus tg_policy_merge(const struct TgPolicy *policy,
+                              const struct TgPolicy *other,
+                              struct TgPolicy **out_policy);
+
+/**
+ * `contain`: `cap` added to `policy` as a cap (the result is at least as strict as both). Both
+ * inputs stay owned by the caller; `*out_policy` is a new policy owned by the caller.
+ *
+ * # Safety
+ * `policy` and `cap` are live policies; `out_policy` is writable.
+ */
+enum TgStatus tg_policy_contain(const struct TgPolicy *policy,
+                                const struct TgPolicy *cap,
+                                struct TgPolicy **out_policy);
+
+/**
+ * Releases a policy. NULL is a no-op.
+ *
+ * # Safety
+ * `policy` is NULL or a policy from this library that has not been freed, and no other thread
+ * is using it.
+ */
+void tg_policy_free(struct TgPolicy *policy);
+
+/**
+ * The effect of an action (the hot path): exactly the `effect` of `tg_policy_explain_json`.
+ * `kind` is a wire name (`file_read`, `shell_command`, ...), `target` the path, command line,
+ * `host:port`, `server/tool` or name; `tool` may be NULL. Writes `*out_effect`.
+ *
+ * # Safety
+ * `policy` is a live policy; `kind`, `target` are NUL-terminated, `tool` NULL or
+ * NUL-terminated; `out_effect` is writable.
+ */
+enum TgStatus tg_policy_check(const struct TgPolicy *policy,
+                              const char *kind,
+                              const char *target,
+                              const char *tool,
+                              enum TgEffect *out_effect);
+
+/**
+ * The verdict of an action as JSON: `{"effect", "rule", "layer", "reason"}`, with `rule` the
+ * deciding rule's pattern or null (a default decided). `*out_json` is owned by the caller
+ * (release with `tg_string_free`).
+ *
+ * # Safety
+ * As `tg_policy_check`, with `out_json` writable.
+ */
+enum TgStatus tg_policy_explain_json(const struct TgPolicy *policy,
+                                     const char *kind,
+                                     const char *target,
+                                     const char *tool,
+                                     char **out_json);
+
+/**
+ * The policy in the policy-file JSON format. `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `policy` is a live policy; `out_json` is writable.
+ */
+enum TgStatus tg_policy_to_json(const struct TgPolicy *policy, char **out_json);
+
+/**
+ * `resolve(selection, context, cap)` over JSON text: a `TurnPermissionProfileSelection` (NULL
+ * for the default full-access profile), a `ResolveContext` and an optional
+ * `TaskAgentSecurityCap` (NULL for none), to a `TurnExecutionSecuritySnapshot`. `*out_json` is
+ * owned by the caller.
+ *
+ * # Safety
+ * `context` is NUL-terminated; `selection` and `cap` NULL or NUL-terminated; `out_json`
+ * writable.
+ */
+enum TgStatus tg_snapshot_resolve_json(const char *selection,
+                                       const char *context,
+                                       const char *cap,
+                                       char **out_json);
+
+/**
+ * `intersect(snapshot, cap)`: the snapshot narrowed by a `TaskAgentSecurityCap`, as JSON.
+ * `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `snapshot` and `cap` are NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_snapshot_intersect_json(const char *snapshot, const char *cap, char **out_json);
+
+/**
+ * `cap_from_parent(snapshot, origin)`: the `TaskAgentSecurityCap` a child of `snapshot`
+ * receives; `origin` is `parent_turn` or `task_policy`. `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `snapshot` and `origin` are NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_snapshot_cap_from_parent_json(const char *snapshot,
+                                               const char *origin,
+                                               char **out_json);
+
+/**
+ * The system-prompt permissions section for a `TurnPermissionProfileSnapshot` (JSON), or
+ * `*out_text` NULL when the profile needs none (the default full-access profile). A non-NULL
+ * `*out_text` is owned by the caller.
+ *
+ * # Safety
+ * `profile` is NUL-terminated; `out_text` writable.
+ */
+enum TgStatus tg_render_permissions_section(const char *profile, char **out_text);
+
+/**
+ * How a CLI runtime (`codex`, `claude`) is driven in a mode, as a `CliRuntimeMapping` (JSON).
+ * `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `runtime` and `mode` are NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_map_cli_runtime_json(const char *runtime, const char *mode, char **out_json);
+
+/**
+ * The probed `PlatformCapabilities` of this machine (OS, Landlock ABI, seccomp, ...), as JSON:
+ * the `platform` of a `ResolveContext`. `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `out_json` writable.
+ */
+enum TgStatus tg_probe_platform_json(char **out_json);
+
+/**
+ * Applies one reducer input (`{"audit_event": ...}` or `{"notification": ...}`) to a
+ * `ClientState` (NULL for the empty state), giving the next state as JSON. `*out_json` is
+ * owned by the caller.
+ *
+ * # Safety
+ * `input` is NUL-terminated; `state` NULL or NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_reduce_json(const char *state, const char *input, char **out_json);
+
+/**
+ * Applies a JSON list of reducer inputs in order from `state` (NULL for the empty state).
+ * `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `inputs` is NUL-terminated; `state` NULL or NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_reduce_all_json(const char *state, const char *inputs, char **out_json);
+
+/**
+ * The normalized `ApprovalScope` of an action, as JSON (relative paths joined to `cwd`; `tool`
+ * and `cwd` may be NULL). `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `kind`, `target` are NUL-terminated; `tool`, `cwd` NULL or NUL-terminated; `out_json`
+ * writable.
+ */
+enum TgStatus tg_scope_from_action_json(const char *kind,
+                                        const char *target,
+                                        const char *tool,
+                                        const char *cwd,
+                                        char **out_json);
+
+/**
+ * The `scope_hash` (lowercase hex SHA-256) of an `ApprovalScope` given as JSON. `*out_hash` is
+ * owned by the caller.
+ *
+ * # Safety
+ * `scope` is NUL-terminated; `out_hash` writable.
+ */
+enum TgStatus tg_scope_hash(const char *scope, char **out_hash);
 
 /**
  * Opens (creating if needed) the SQLite store at `path`. On success `*out_store` is a new

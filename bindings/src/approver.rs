@@ -10,24 +10,32 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use turngate::Rule;
 use turngate::approval::{
     ApprovalContext, ApproveAll, Approver, BrokerApprover, Decision, DecisionFuture, DeferAll,
     DenyAll,
 };
-use turngate::{Action, Rule};
 
 use crate::broker::BrokerHandle;
 use crate::{ActionRecord, RuleRecord, TurnGateError, parse_effect, parse_kind};
 
-/// An approver's answer as it crosses the FFI boundary.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An approver's answer as it crosses the FFI boundary (`Decision` in every language). As
+/// JSON: `{"decision": "approve", "modified"?, "remember"?}`, `{"decision": "deny", "reason"}`
+/// or `{"decision": "defer"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "decision", rename_all = "snake_case", deny_unknown_fields)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum), uniffi(name = "Decision"))]
 pub enum DecisionRecord {
     /// Run the action, or `modified` instead; remember `remember` for the run. Both are
     /// re-checked against the policy.
     Approve {
         /// A rewritten action to run instead.
+        #[serde(default)]
         modified: Option<ActionRecord>,
         /// Rules to remember for the rest of the run.
+        #[serde(default)]
         remember: Vec<RuleRecord>,
     },
     /// Refuse, with a reason the model can adapt to.
@@ -54,15 +62,7 @@ impl DecisionRecord {
             DecisionRecord::Approve { modified, remember } => Decision::Approve {
                 modified: modified
                     .as_ref()
-                    .map(|a| {
-                        Ok::<_, TurnGateError>(Action {
-                            kind: parse_kind(&a.kind).map_err(|e| {
-                                TurnGateError::invalid("modified.kind", e.message())
-                            })?,
-                            target: a.target.clone(),
-                            tool: a.tool.clone(),
-                        })
-                    })
+                    .map(|a| a.to_core("modified"))
                     .transpose()?,
                 remember: remember
                     .iter()
@@ -129,19 +129,36 @@ pub trait ForeignApprover: Send + Sync {
     fn decide(&self, request: serde_json::Value) -> ForeignDecisionFuture;
 }
 
-/// The ask as JSON: the request, the action and the verdict.
+/// An ask, as an approver sees it (`ApprovalAsk` in every language).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Record),
+    uniffi(name = "ApprovalAsk")
+)]
+pub struct ApprovalAskRecord {
+    /// The `TurnPermissionApprovalRequest`, exactly as shown.
+    pub request: serde_json::Value,
+    /// The action that runs when approved.
+    pub action: ActionRecord,
+    /// The ask verdict.
+    pub verdict: crate::VerdictRecord,
+}
+
+impl ApprovalAskRecord {
+    /// The ask of an approval context.
+    pub fn from_context(ctx: &ApprovalContext) -> Self {
+        ApprovalAskRecord {
+            request: serde_json::to_value(&ctx.request).unwrap_or(serde_json::Value::Null),
+            action: ctx.action.clone().into(),
+            verdict: ctx.verdict.clone().into(),
+        }
+    }
+}
+
+/// The ask as JSON ([`ApprovalAskRecord`]): the request, the action and the verdict.
 pub fn context_json(ctx: &ApprovalContext) -> serde_json::Value {
-    let verdict = crate::VerdictRecord::from(ctx.verdict.clone());
-    serde_json::json!({
-        "request": serde_json::to_value(&ctx.request).unwrap_or(serde_json::Value::Null),
-        "action": serde_json::to_value(&ctx.action).unwrap_or(serde_json::Value::Null),
-        "verdict": {
-            "effect": verdict.effect.as_str(),
-            "rule": verdict.rule.as_ref().map(|r| r.pattern.clone()),
-            "layer": verdict.layer,
-            "reason": verdict.reason,
-        },
-    })
+    serde_json::to_value(ApprovalAskRecord::from_context(ctx)).unwrap_or(serde_json::Value::Null)
 }
 
 struct ForeignAdapter(Arc<dyn ForeignApprover>);

@@ -24,7 +24,12 @@ pub struct BrokerHandle {
 }
 
 /// What `respond` did.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Record),
+    uniffi(name = "RespondOutcome")
+)]
 pub struct RespondRecord {
     /// The recorded `ApprovalOutcome` (this response's, or the earlier one that won).
     pub outcome: Value,

@@ -6,6 +6,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use turngate::check::net::AddressClass;
 use turngate::check::{FilePolicyChecker, NetworkPolicyChecker, ProcessSpawnPlan, SpawnRequest};
@@ -23,7 +25,8 @@ fn path_string(p: Option<PathBuf>) -> Option<String> {
 }
 
 /// What the file checker decided for one path.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record), uniffi(name = "FileCheck"))]
 pub struct FileCheckRecord {
     /// The verdict.
     pub verdict: VerdictRecord,
@@ -36,7 +39,12 @@ pub struct FileCheckRecord {
 }
 
 /// What the network checker decided for one target.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Record),
+    uniffi(name = "NetworkCheck")
+)]
 pub struct NetworkCheckRecord {
     /// The verdict.
     pub verdict: VerdictRecord,
@@ -53,7 +61,12 @@ pub struct NetworkCheckRecord {
 }
 
 /// A network check plus the vetted addresses to connect to (empty unless allowed or asked).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Record),
+    uniffi(name = "NetworkResolution")
+)]
 pub struct NetworkResolutionRecord {
     /// The check (a deny when a resolved address is forbidden).
     pub check: NetworkCheckRecord,
@@ -62,7 +75,7 @@ pub struct NetworkResolutionRecord {
 }
 
 /// One simple command of a shell line with its own verdict.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct CommandVerdictRecord {
     /// The program as written.
     pub program: String,
@@ -73,7 +86,7 @@ pub struct CommandVerdictRecord {
 }
 
 /// An environment variable the filter dropped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct DroppedVarRecord {
     /// The name (invalid UTF-8 replaced).
     pub name: String,
@@ -83,7 +96,7 @@ pub struct DroppedVarRecord {
 }
 
 /// The filtered environment: raw bytes in and out, so non-UTF-8 names survive the boundary.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct FilteredEnvRecord {
     /// The variables kept (PATH and PWD rebuilt), as `(name, value)` bytes.
     pub vars: Vec<(Vec<u8>, Vec<u8>)>,
@@ -92,7 +105,7 @@ pub struct FilteredEnvRecord {
 }
 
 /// How a command line would be spawned: its verdict, argv, cwd, filtered environment, limits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct SpawnPlanRecord {
     /// The verdict of the whole line (the strictest of its commands, shell constructs and the
     /// process policy).
@@ -118,7 +131,12 @@ pub struct SpawnPlanRecord {
 }
 
 /// What the shell parser found in a command line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Record),
+    uniffi(name = "ParsedCommandLine")
+)]
 pub struct ParsedCommandLineRecord {
     /// Every simple command's program (nested wrappers and `sh -c` strings included).
     pub programs: Vec<String>,
@@ -128,20 +146,38 @@ pub struct ParsedCommandLineRecord {
     pub plain: bool,
 }
 
-/// One tool call, as every binding passes it to the gate.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// One tool call, as every binding passes it to the gate (`authorize`, `spawn`, `evaluate`,
+/// `open_read`/`open_write`): `Invocation` in every language. It is the one declared options
+/// record of those calls: a field added here reaches every language (Python keyword arguments,
+/// a Node options object, a Swift record field, a C JSON object) with no per-language code.
+/// Unknown fields are refused (fail closed), never ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Record),
+    uniffi(name = "Invocation")
+)]
 pub struct InvocationRecord {
     /// The action kind's wire name.
     pub kind: String,
     /// The target (path, command line, URL or `host:port`, `server/tool`, name).
     pub target: String,
     /// The tool's name.
+    #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default = None))]
     pub tool: Option<String>,
     /// The turn item id (audit rows).
+    #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default = None))]
     pub item_id: Option<String>,
     /// The tool call id (audit rows).
+    #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default = None))]
     pub tool_id: Option<String>,
     /// For shell commands: the working directory.
+    #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default = None))]
     pub cwd: Option<String>,
 }
 
@@ -159,13 +195,33 @@ impl InvocationRecord {
     }
 }
 
-/// The checker evaluation of one call: verdict and the canonical target judged.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The checker evaluation of one call: verdict, the canonical target judged, and for a shell
+/// command that is denied or asks, the part of the line that decided (`Evaluation` in every
+/// language).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Record),
+    uniffi(name = "Evaluation")
+)]
 pub struct EvaluationRecord {
     /// The verdict.
     pub verdict: VerdictRecord,
     /// The canonical target (resolved path, `host:port`, the command line).
     pub target: String,
+    /// For a shell command that is denied or asks: the part of the line that decided, in
+    /// words.
+    pub decided_by: Option<String>,
+}
+
+impl From<turngate::gate::Evaluation> for EvaluationRecord {
+    fn from(e: turngate::gate::Evaluation) -> Self {
+        EvaluationRecord {
+            verdict: e.verdict.into(),
+            target: e.target,
+            decided_by: e.decided_by,
+        }
+    }
 }
 
 pub(crate) fn file_record(c: turngate::check::FileCheck) -> FileCheckRecord {
@@ -407,11 +463,32 @@ pub fn evaluate(
     snapshot: Value,
     invocation: &InvocationRecord,
 ) -> Result<EvaluationRecord, TurnGateError> {
-    let snapshot: TurnExecutionSecuritySnapshot = from_value("snapshot", snapshot)?;
-    let policy = snapshot.permission_profile.effective_policy.compile()?;
-    let e = turngate::gate::evaluate(&snapshot, &policy, &invocation.to_core()?);
-    Ok(EvaluationRecord {
-        verdict: e.verdict.into(),
-        target: e.target,
-    })
+    let inv = invocation.to_core()?;
+    let compiled = compiled_snapshot(snapshot)?;
+    Ok(turngate::gate::evaluate(&compiled.0, &compiled.1, &inv).into())
+}
+
+/// A snapshot and its compiled policy.
+type CompiledSnapshot = (TurnExecutionSecuritySnapshot, turngate::CompiledPolicy);
+
+/// The parsed snapshot and compiled policy of `snapshot`, reused while callers pass the same
+/// snapshot again (the usual case: one snapshot per turn). The cache holds one entry and is
+/// keyed by the whole JSON value, so any change parses and compiles afresh; the file roots are
+/// still canonicalized on every call by the evaluation itself.
+fn compiled_snapshot(snapshot: Value) -> Result<std::sync::Arc<CompiledSnapshot>, TurnGateError> {
+    use std::sync::{Arc, Mutex};
+    static LAST: Mutex<Option<(Value, Arc<CompiledSnapshot>)>> = Mutex::new(None);
+    if let Ok(last) = LAST.lock()
+        && let Some((seen, compiled)) = last.as_ref()
+        && *seen == snapshot
+    {
+        return Ok(Arc::clone(compiled));
+    }
+    let parsed: TurnExecutionSecuritySnapshot = from_value("snapshot", snapshot.clone())?;
+    let policy = parsed.permission_profile.effective_policy.compile()?;
+    let compiled = Arc::new((parsed, policy));
+    if let Ok(mut last) = LAST.lock() {
+        *last = Some((snapshot, Arc::clone(&compiled)));
+    }
+    Ok(compiled)
 }

@@ -11,6 +11,7 @@ use turngate::snapshot::SnapshotError;
 
 /// Every failure a binding can see. Each variant names what was wrong in `message`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Error))]
 #[non_exhaustive]
 pub enum TurnGateError {
     /// A policy did not parse or compile, or named an unknown kind, effect or mode.
@@ -76,17 +77,32 @@ pub enum TurnGateError {
     /// An argument was malformed: JSON that is not the expected protocol object, an unknown
     /// name. The message names the argument.
     #[error("{message}")]
-    Invalid {
+    InvalidInput {
         /// The full message.
         message: String,
     },
 }
 
 impl TurnGateError {
-    /// An [`TurnGateError::Invalid`] naming `what`.
+    /// An [`TurnGateError::InvalidInput`] naming `what`.
     pub fn invalid(what: &str, detail: impl std::fmt::Display) -> Self {
-        TurnGateError::Invalid {
+        TurnGateError::InvalidInput {
             message: format!("{what}: {detail}"),
+        }
+    }
+
+    /// The variant's name (`Policy`, ..., `InvalidInput`): a binding's error class or code
+    /// derives from it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TurnGateError::Policy { .. } => "Policy",
+            TurnGateError::Snapshot { .. } => "Snapshot",
+            TurnGateError::Store { .. } => "Store",
+            TurnGateError::SandboxUnavailable { .. } => "SandboxUnavailable",
+            TurnGateError::Approval { .. } => "Approval",
+            TurnGateError::Run { .. } => "Run",
+            TurnGateError::Changes { .. } => "Changes",
+            TurnGateError::InvalidInput { .. } => "InvalidInput",
         }
     }
 
@@ -100,7 +116,7 @@ impl TurnGateError {
             | TurnGateError::Approval { message }
             | TurnGateError::Run { message }
             | TurnGateError::Changes { message, .. }
-            | TurnGateError::Invalid { message } => message,
+            | TurnGateError::InvalidInput { message } => message,
         }
     }
 }

@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use turngate::gate::{
     Authorization, Denial, Gate, SpawnResult, deferral_reason, deferral_tool_result,
@@ -20,8 +22,9 @@ use crate::convert::{from_value, to_value};
 use crate::store::StoreHandle;
 use crate::{RuleRecord, TurnGateError, VerdictRecord};
 
-/// A refusal, shaped as a tool result the model can adapt to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A refusal, shaped as a tool result the model can adapt to (`Denial` in every language).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record), uniffi(name = "Denial"))]
 pub struct DenialRecord {
     /// The refused action's kind.
     pub kind: String,
@@ -50,8 +53,15 @@ impl From<Denial> for DenialRecord {
     }
 }
 
-/// What the gate decided for one call.
-#[derive(Debug, Clone, PartialEq)]
+/// What the gate decided for one call (`Authorization` in every language): one flat object
+/// whose `outcome` (`allowed`, `denied`, `deferred`) says which fields it has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Enum),
+    uniffi(name = "Authorization")
+)]
 pub enum AuthorizationRecord {
     /// Run the action (the one evaluated, or the approver's modified one, re-checked).
     Allowed {
@@ -106,7 +116,12 @@ fn authorization(a: Authorization) -> Result<AuthorizationRecord, TurnGateError>
 }
 
 /// A finished command.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Record),
+    uniffi(name = "ProcessOutcome")
+)]
 pub struct ProcessOutcomeRecord {
     /// The child's pid.
     pub pid: u32,
@@ -118,9 +133,13 @@ pub struct ProcessOutcomeRecord {
     pub timed_out: bool,
     /// Wall-clock milliseconds from spawn to exit.
     pub duration_ms: u64,
-    /// Captured stdout (capped).
+    /// Captured stdout (capped). Its JSON form is the text, invalid UTF-8 replaced.
+    #[serde(serialize_with = "lossy_text")]
+    #[schemars(with = "String")]
     pub stdout: Vec<u8>,
-    /// Captured stderr (capped).
+    /// Captured stderr (capped). Its JSON form is the text, invalid UTF-8 replaced.
+    #[serde(serialize_with = "lossy_text")]
+    #[schemars(with = "String")]
     pub stderr: Vec<u8>,
     /// Whether stdout was truncated.
     pub stdout_truncated: bool,
@@ -128,6 +147,10 @@ pub struct ProcessOutcomeRecord {
     pub stderr_truncated: bool,
     /// What the sandbox enforced (a `SandboxReport`), when one was requested.
     pub sandbox: Option<Value>,
+}
+
+fn lossy_text<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&String::from_utf8_lossy(bytes))
 }
 
 fn outcome_record(o: ProcessOutcome) -> Result<ProcessOutcomeRecord, TurnGateError> {
@@ -145,8 +168,11 @@ fn outcome_record(o: ProcessOutcome) -> Result<ProcessOutcomeRecord, TurnGateErr
     })
 }
 
-/// What `spawn` did.
-#[derive(Debug, Clone, PartialEq)]
+/// What `spawn` did (`SpawnResult` in every language), flat like [`AuthorizationRecord`]:
+/// `outcome` is `ran`, `denied` or `deferred`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum), uniffi(name = "SpawnResult"))]
 pub enum SpawnRecord {
     /// The command ran (under the sandbox when the snapshot requires one).
     Ran(ProcessOutcomeRecord),
@@ -214,11 +240,7 @@ impl GateHandle {
 
     /// Evaluate one call with the checker of its kind, without recording or asking.
     pub fn evaluate(&self, inv: &InvocationRecord) -> Result<EvaluationRecord, TurnGateError> {
-        let e = self.gate.evaluate(&inv.to_core()?);
-        Ok(EvaluationRecord {
-            verdict: e.verdict.into(),
-            target: e.target,
-        })
+        Ok(self.gate.evaluate(&inv.to_core()?).into())
     }
 
     /// Decide one call: evaluate, consult grants, ask the approver on ask, re-check, record.

@@ -15,15 +15,20 @@ pub mod snapshot;
 pub mod store;
 #[cfg(feature = "uniffi")]
 pub mod uniffi_api;
+pub mod wire;
 
 #[cfg(feature = "uniffi")]
 uniffi::setup_scaffolding!("turngate");
 
-pub use approver::{ApproverHandle, DecisionRecord, ForeignApprover, ForeignDecisionFuture};
+pub use approver::{
+    ApprovalAskRecord, ApproverHandle, DecisionRecord, ForeignApprover, ForeignDecisionFuture,
+};
 pub use broker::{BrokerHandle, PendingHandle, SubscriptionHandle};
-pub use check::InvocationRecord;
+pub use check::{EvaluationRecord, InvocationRecord};
 pub use error::TurnGateError;
-pub use gate::{AuthorizationRecord, DenialRecord, GateHandle, OpenRecord, SpawnRecord};
+pub use gate::{
+    AuthorizationRecord, DenialRecord, GateHandle, OpenRecord, ProcessOutcomeRecord, SpawnRecord,
+};
 pub use policy::{ActionRecord, PolicyHandle, RuleRecord, VerdictRecord, parse_effect, parse_kind};
 pub use store::StoreHandle;
 pub use turngate::{ActionKind, Effect};

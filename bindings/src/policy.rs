@@ -6,13 +6,15 @@ use std::sync::Arc;
 use turngate::policy::TieredOptions;
 use turngate::{ActionKind, CompiledPolicy, Effect, PermissionMode, Policy, Rule, Verdict};
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use crate::TurnGateError;
 
-/// The field separator of [`PolicyHandle::explain_flat`] (ASCII unit separator).
-pub const FLAT_SEP: char = '\u{1f}';
-
-/// One rule as it crosses the FFI boundary.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One rule as it crosses the FFI boundary (`Rule` in every language).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record), uniffi(name = "Rule"))]
 pub struct RuleRecord {
     /// The action kind's wire name.
     pub kind: String,
@@ -21,6 +23,8 @@ pub struct RuleRecord {
     /// The glob on the target.
     pub pattern: String,
     /// The optional glob on the tool name.
+    #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default = None))]
     pub tool: Option<String>,
 }
 
@@ -35,8 +39,10 @@ impl From<&Rule> for RuleRecord {
     }
 }
 
-/// A verdict as it crosses the FFI boundary: `turngate::Verdict` with owned strings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A verdict as it crosses the FFI boundary: `turngate::Verdict` with owned strings
+/// (`Verdict` in every language).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record), uniffi(name = "Verdict"))]
 pub struct VerdictRecord {
     /// The effect enforced.
     pub effect: Effect,
@@ -59,15 +65,41 @@ impl From<Verdict> for VerdictRecord {
     }
 }
 
-/// One action of a batch.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One action: a kind, a target, an optional tool (`Action` in every language).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record), uniffi(name = "Action"))]
 pub struct ActionRecord {
     /// The action kind's wire name.
     pub kind: String,
     /// The target (path, command line, `host:port`, `server/tool`, name).
     pub target: String,
     /// The optional tool name.
+    #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default = None))]
     pub tool: Option<String>,
+}
+
+impl From<turngate::Action> for ActionRecord {
+    fn from(a: turngate::Action) -> Self {
+        ActionRecord {
+            kind: a.kind.as_str().to_owned(),
+            target: a.target,
+            tool: a.tool,
+        }
+    }
+}
+
+impl ActionRecord {
+    /// The core action; an unknown kind fails, naming `what`.
+    pub fn to_core(&self, what: &str) -> Result<turngate::Action, TurnGateError> {
+        Ok(turngate::Action {
+            kind: parse_kind(&self.kind)
+                .map_err(|e| TurnGateError::invalid(&format!("{what}.kind"), e.message()))?,
+            target: self.target.clone(),
+            tool: self.tool.clone(),
+        })
+    }
 }
 
 /// Parse an action kind's wire name.
@@ -126,9 +158,9 @@ impl PolicyHandle {
         Self::new(mode.parse::<PermissionMode>()?.policy())
     }
 
-    /// The tiered `Policy::default()`, optionally with a test binary allowed for exec and a
-    /// provider host allowed for network.
-    pub fn default_tiered(
+    /// The tiered policy (`Policy::tiered`, named `tiered` in every language), optionally with
+    /// a test binary allowed for exec and a provider host allowed for network.
+    pub fn tiered(
         test_binary: Option<String>,
         provider_host: Option<String>,
     ) -> Result<Arc<Self>, TurnGateError> {
@@ -273,45 +305,6 @@ impl PolicyHandle {
             .compiled
             .explain_parts(parse_kind(kind)?, target, tool)
             .into())
-    }
-
-    /// [`explain`](Self::explain) as one string of [`FLAT_SEP`]-separated fields
-    /// `effect, layer, reason[, rule kind, rule effect, rule pattern[, rule tool]]`, for
-    /// bindings where one string crosses much faster than a record (Node, Swift). `None` when a
-    /// field contains the separator itself: the caller falls back to `explain`.
-    pub fn explain_flat(
-        &self,
-        kind: &str,
-        target: &str,
-        tool: Option<&str>,
-    ) -> Result<Option<String>, TurnGateError> {
-        let v = self.compiled.explain_parts(parse_kind(kind)?, target, tool);
-        let rule = v.rule.as_deref();
-        let fields = [Some(&*v.layer)]
-            .into_iter()
-            .chain(rule.map(|r| Some(r.pattern.as_str())))
-            .chain(rule.map(|r| r.tool.as_deref()))
-            .flatten();
-        if fields.into_iter().any(|f| f.contains(FLAT_SEP)) {
-            return Ok(None);
-        }
-        let mut out = String::with_capacity(64);
-        for part in [v.effect.as_str(), &v.layer, v.reason.as_str()] {
-            out.push_str(part);
-            out.push(FLAT_SEP);
-        }
-        if let Some(r) = rule {
-            for part in [r.kind.as_str(), r.effect.as_str(), &r.pattern] {
-                out.push_str(part);
-                out.push(FLAT_SEP);
-            }
-            if let Some(t) = &r.tool {
-                out.push_str(t);
-                out.push(FLAT_SEP);
-            }
-        }
-        out.pop();
-        Ok(Some(out))
     }
 
     /// The effects of many actions, in order. An unknown kind fails the whole batch, naming the

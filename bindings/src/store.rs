@@ -19,7 +19,7 @@ pub struct StoreHandle {
 }
 
 /// What [`StoreHandle::resolve`] recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct StoreResolveRecord {
     /// The resolution now recorded (this call's, or an earlier one that won).
     pub resolution: String,

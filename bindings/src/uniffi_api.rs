@@ -7,93 +7,15 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+/// The facade's records under the names Swift sees them by.
+pub use crate::{
+    ActionRecord as Action, AuthorizationRecord as Authorization, DecisionRecord as Decision,
+    DenialRecord as Denial, Effect, EvaluationRecord as Evaluation, InvocationRecord as Invocation,
+    ProcessOutcomeRecord as ProcessOutcome, SpawnRecord as SpawnResult, VerdictRecord as Verdict,
+};
 use crate::{PolicyHandle, reduce, snapshot};
 
-/// Every failure Swift can see, with the fields a caller can act on. Each message names what
-/// was wrong.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, uniffi::Error)]
-pub enum TurnGateError {
-    /// A policy did not parse or compile, or named an unknown kind, effect or mode.
-    #[error("{message}")]
-    Policy {
-        /// The full message.
-        message: String,
-        /// For a parse error: the failing field path (`.` for the document).
-        path: Option<String>,
-        /// For a parse error: the 1-based line.
-        line: Option<u64>,
-        /// For a parse error: the 1-based column.
-        column: Option<u64>,
-    },
-    /// A snapshot could not be resolved, or refuses what was asked of it.
-    #[error("{message}")]
-    Snapshot {
-        /// A stable code (`invalid_path`, `cwd_outside_roots`, ...).
-        code: String,
-        /// The full message.
-        message: String,
-    },
-    /// The durable store failed.
-    #[error("{message}")]
-    Store {
-        /// The full message.
-        message: String,
-    },
-    /// A sandbox backend is required but unavailable on this platform.
-    #[error("{message}")]
-    SandboxUnavailable {
-        /// The full message.
-        message: String,
-    },
-    /// An approval could not be opened or resolved (an unknown request, a closed broker).
-    #[error("{message}")]
-    Approval {
-        /// The full message, naming the request.
-        message: String,
-    },
-    /// A command could not be run; nothing ran unconfined.
-    #[error("{message}")]
-    Run {
-        /// The full message, naming the program.
-        message: String,
-    },
-    /// An argument was malformed; the message names it.
-    #[error("{message}")]
-    Invalid {
-        /// The full message.
-        message: String,
-    },
-}
-
-impl From<crate::TurnGateError> for TurnGateError {
-    fn from(e: crate::TurnGateError) -> Self {
-        match e {
-            crate::TurnGateError::Policy {
-                message,
-                path,
-                line,
-                column,
-            } => TurnGateError::Policy {
-                message,
-                path,
-                line,
-                column,
-            },
-            crate::TurnGateError::Snapshot { code, message } => {
-                TurnGateError::Snapshot { code, message }
-            }
-            crate::TurnGateError::Store { message } => TurnGateError::Store { message },
-            crate::TurnGateError::SandboxUnavailable { message } => {
-                TurnGateError::SandboxUnavailable { message }
-            }
-            crate::TurnGateError::Approval { message } => TurnGateError::Approval { message },
-            crate::TurnGateError::Run { message } => TurnGateError::Run { message },
-            other => TurnGateError::Invalid {
-                message: other.message().to_owned(),
-            },
-        }
-    }
-}
+pub use crate::TurnGateError;
 
 /// A foreign approver that threw something other than a `TurnGateError`.
 impl From<uniffi::UnexpectedUniFFICallbackError> for TurnGateError {
@@ -102,19 +24,15 @@ impl From<uniffi::UnexpectedUniFFICallbackError> for TurnGateError {
     }
 }
 
-type Result<T> = std::result::Result<T, TurnGateError>;
-
-fn parse(what: &str, text: &str) -> Result<Value> {
-    serde_json::from_str(text)
-        .map_err(|e| crate::TurnGateError::invalid(what, format!("not valid JSON: {e}")).into())
-}
-
-fn parse_opt(what: &str, text: Option<String>) -> Result<Option<Value>> {
-    text.map(|t| parse(what, &t)).transpose()
-}
+// Protocol objects inside records (a deferred request, a sandbox report) cross as JSON text.
+uniffi::custom_type!(Value, String, {
+    remote,
+    lower: |v| v.to_string(),
+    try_lift: |s| Ok(serde_json::from_str(&s)?),
+});
 
 /// The effect of an action. The order of strictness is deny > ask > allow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+#[uniffi::remote(Enum)]
 pub enum Effect {
     /// The action may proceed.
     Allow,
@@ -124,84 +42,15 @@ pub enum Effect {
     Deny,
 }
 
-impl From<crate::Effect> for Effect {
-    fn from(e: crate::Effect) -> Self {
-        match e {
-            crate::Effect::Allow => Effect::Allow,
-            crate::Effect::Ask => Effect::Ask,
-            crate::Effect::Deny => Effect::Deny,
-        }
-    }
+type Result<T> = std::result::Result<T, TurnGateError>;
+
+fn parse(what: &str, text: &str) -> Result<Value> {
+    serde_json::from_str(text)
+        .map_err(|e| crate::TurnGateError::invalid(what, format!("not valid JSON: {e}")))
 }
 
-impl From<Effect> for crate::Effect {
-    fn from(e: Effect) -> Self {
-        match e {
-            Effect::Allow => crate::Effect::Allow,
-            Effect::Ask => crate::Effect::Ask,
-            Effect::Deny => crate::Effect::Deny,
-        }
-    }
-}
-
-/// A rule: a kind's wire name, an effect, a glob on the target, an optional glob on the tool.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct Rule {
-    /// The action kind's wire name.
-    pub kind: String,
-    /// The effect.
-    pub effect: Effect,
-    /// The glob on the target.
-    pub pattern: String,
-    /// The optional glob on the tool name.
-    pub tool: Option<String>,
-}
-
-impl From<crate::RuleRecord> for Rule {
-    fn from(r: crate::RuleRecord) -> Self {
-        Rule {
-            kind: r.kind,
-            effect: r.effect.into(),
-            pattern: r.pattern,
-            tool: r.tool,
-        }
-    }
-}
-
-/// A verdict: the effect, the deciding rule (none when a default decided), its layer and a
-/// machine-readable reason.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct Verdict {
-    /// The effect enforced.
-    pub effect: Effect,
-    /// The deciding rule.
-    pub rule: Option<Rule>,
-    /// The deciding layer (`defaults`, a cap's name, `target`, `shell`, or a layer name).
-    pub layer: String,
-    /// The machine-readable reason.
-    pub reason: String,
-}
-
-impl From<crate::VerdictRecord> for Verdict {
-    fn from(v: crate::VerdictRecord) -> Self {
-        Verdict {
-            effect: v.effect.into(),
-            rule: v.rule.map(Rule::from),
-            layer: v.layer,
-            reason: v.reason,
-        }
-    }
-}
-
-/// An action: a kind's wire name, a target and an optional tool name.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct Action {
-    /// The action kind's wire name.
-    pub kind: String,
-    /// The target (path, command line, `host:port`, `server/tool`, name).
-    pub target: String,
-    /// The optional tool name.
-    pub tool: Option<String>,
+fn parse_opt(what: &str, text: Option<String>) -> Result<Option<Value>> {
+    text.map(|t| parse(what, &t)).transpose()
 }
 
 /// A compiled policy: immutable, shareable across threads, compiled exactly once.
@@ -243,10 +92,10 @@ impl Policy {
         wrap(PolicyHandle::from_mode(&mode))
     }
 
-    /// The tiered `Policy::default()`, optionally allowing a test binary and a provider host.
+    /// The tiered policy, optionally allowing a test binary and a provider host.
     #[uniffi::constructor]
     pub fn tiered(test_binary: Option<String>, provider_host: Option<String>) -> Result<Arc<Self>> {
-        wrap(PolicyHandle::default_tiered(test_binary, provider_host))
+        wrap(PolicyHandle::tiered(test_binary, provider_host))
     }
 
     /// `Policy::permissive()`: enforces nothing.
@@ -280,19 +129,18 @@ impl Policy {
         tool: Option<String>,
         layer: Option<String>,
     ) -> Result<Arc<Policy>> {
-        let effect = crate::Effect::from(effect).as_str();
-        wrap(
-            self.handle
-                .with_rule(&kind, effect, &pattern, tool.as_deref(), layer.as_deref()),
-        )
+        wrap(self.handle.with_rule(
+            &kind,
+            effect.as_str(),
+            &pattern,
+            tool.as_deref(),
+            layer.as_deref(),
+        ))
     }
 
     /// A new policy with `kind`'s default set to `effect`.
     pub fn with_default(&self, kind: String, effect: Effect) -> Result<Arc<Policy>> {
-        wrap(
-            self.handle
-                .with_default(&kind, crate::Effect::from(effect).as_str()),
-        )
+        wrap(self.handle.with_default(&kind, effect.as_str()))
     }
 
     /// A new policy with its name set (a cap reports it as its layer).
@@ -302,18 +150,7 @@ impl Policy {
 
     /// The effect of an action: exactly `explain(..).effect`.
     pub fn check(&self, kind: String, target: String, tool: Option<String>) -> Result<Effect> {
-        Ok(self.handle.check(&kind, &target, tool.as_deref())?.into())
-    }
-
-    /// The hot path without the record machinery: `check(kind, target)` with no tool, as a
-    /// code (0 allow, 1 ask, 2 deny). A plain integer crosses UniFFI without a buffer, where an
-    /// enum and an optional string each need one; the Swift layer maps it back to `Effect`.
-    pub fn effect_code(&self, kind: String, target: String) -> Result<u8> {
-        Ok(match self.handle.check(&kind, &target, None)? {
-            crate::Effect::Allow => 0,
-            crate::Effect::Ask => 1,
-            crate::Effect::Deny => 2,
-        })
+        self.handle.check(&kind, &target, tool.as_deref())
     }
 
     /// The lint findings (`turngate lint`), as a JSON list of `LintFinding`
@@ -350,41 +187,12 @@ impl Policy {
 
     /// The verdict of an action.
     pub fn explain(&self, kind: String, target: String, tool: Option<String>) -> Result<Verdict> {
-        Ok(self.handle.explain(&kind, &target, tool.as_deref())?.into())
-    }
-
-    /// The verdict as one string of `\u{1f}`-separated fields `effect, layer, reason[, rule
-    /// kind, rule effect, rule pattern[, rule tool]]`, or `""` when a field holds the
-    /// separator (then call `explain`). The Swift layer's `explain(_:_:tool:)` builds the
-    /// `Verdict` from it: one plain string lifts faster than the record (or an optional).
-    pub fn explain_flat(
-        &self,
-        kind: String,
-        target: String,
-        tool: Option<String>,
-    ) -> Result<String> {
-        Ok(self
-            .handle
-            .explain_flat(&kind, &target, tool.as_deref())?
-            .unwrap_or_default())
+        self.handle.explain(&kind, &target, tool.as_deref())
     }
 
     /// The effects of many actions, in order (one call across the boundary).
     pub fn check_batch(&self, actions: Vec<Action>) -> Result<Vec<Effect>> {
-        let actions: Vec<crate::ActionRecord> = actions
-            .into_iter()
-            .map(|a| crate::ActionRecord {
-                kind: a.kind,
-                target: a.target,
-                tool: a.tool,
-            })
-            .collect();
-        Ok(self
-            .handle
-            .check_batch(&actions)?
-            .into_iter()
-            .map(Effect::from)
-            .collect())
+        self.handle.check_batch(&actions)
     }
 
     /// The policy in the policy-file JSON format.
@@ -394,7 +202,7 @@ impl Policy {
 
     /// The policy in the policy-file TOML format.
     pub fn to_toml(&self) -> Result<String> {
-        Ok(self.handle.to_toml()?)
+        self.handle.to_toml()
     }
 }
 
@@ -420,11 +228,7 @@ pub fn resolve_snapshot(
     context: String,
     cap: Option<String>,
 ) -> Result<String> {
-    Ok(snapshot::resolve_json(
-        selection.as_deref(),
-        &context,
-        cap.as_deref(),
-    )?)
+    snapshot::resolve_json(selection.as_deref(), &context, cap.as_deref())
 }
 
 /// `intersect(snapshot, cap)`: the snapshot narrowed by a cap (JSON in, JSON out).
@@ -445,17 +249,13 @@ pub fn cap_from_parent(snapshot: String, origin: String) -> Result<String> {
 /// required sandbox that is unavailable).
 #[uniffi::export]
 pub fn ensure_native_shell_allowed(snapshot: String) -> Result<()> {
-    Ok(snapshot::ensure_native_shell_allowed(parse(
-        "snapshot", &snapshot,
-    )?)?)
+    snapshot::ensure_native_shell_allowed(parse("snapshot", &snapshot)?)
 }
 
 /// The system-prompt permissions section for a `TurnPermissionProfileSnapshot` (JSON), or none.
 #[uniffi::export]
 pub fn render_permissions_section(profile: String) -> Result<Option<String>> {
-    Ok(snapshot::render_permissions_section(parse(
-        "profile", &profile,
-    )?)?)
+    snapshot::render_permissions_section(parse("profile", &profile)?)
 }
 
 /// How a CLI runtime (`codex`, `claude`) is driven in a mode (`CliRuntimeMapping` JSON).
@@ -504,211 +304,10 @@ pub fn scope_from_action(
 /// The `scope_hash` of an `ApprovalScope` (JSON).
 #[uniffi::export]
 pub fn scope_hash(scope: String) -> Result<String> {
-    Ok(reduce::scope_hash(parse("scope", &scope)?)?)
+    reduce::scope_hash(parse("scope", &scope)?)
 }
 
 // ---- gate, approver, broker, store -----------------------------------------------------------
-
-/// One tool call presented to the gate.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct Invocation {
-    /// The action kind's wire name.
-    pub kind: String,
-    /// The target (path, command line, URL or `host:port`, `server/tool`, name).
-    pub target: String,
-    /// The tool's name.
-    #[uniffi(default = None)]
-    pub tool: Option<String>,
-    /// The turn item id (audit rows).
-    #[uniffi(default = None)]
-    pub item_id: Option<String>,
-    /// The tool call id (audit rows).
-    #[uniffi(default = None)]
-    pub tool_id: Option<String>,
-    /// For shell commands: the working directory.
-    #[uniffi(default = None)]
-    pub cwd: Option<String>,
-}
-
-impl From<Invocation> for crate::InvocationRecord {
-    fn from(i: Invocation) -> Self {
-        crate::InvocationRecord {
-            kind: i.kind,
-            target: i.target,
-            tool: i.tool,
-            item_id: i.item_id,
-            tool_id: i.tool_id,
-            cwd: i.cwd,
-        }
-    }
-}
-
-/// A refusal, shaped as a tool result the model can adapt to.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct Denial {
-    /// The refused action.
-    pub action: Action,
-    /// Why, in words.
-    pub reason: String,
-    /// The verdict behind it, when the policy denied.
-    pub verdict: Option<Verdict>,
-    /// The text to hand the model as the tool's result.
-    pub tool_result: String,
-}
-
-impl From<crate::DenialRecord> for Denial {
-    fn from(d: crate::DenialRecord) -> Self {
-        Denial {
-            action: Action {
-                kind: d.kind,
-                target: d.target,
-                tool: d.tool,
-            },
-            reason: d.reason,
-            verdict: d.verdict.map(Verdict::from),
-            tool_result: d.tool_result,
-        }
-    }
-}
-
-/// What the gate decided for one call.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Enum)]
-pub enum Authorization {
-    /// Run the action (the one evaluated, or the approver's modified one, re-checked).
-    Allowed {
-        /// The action to run (canonical target).
-        action: Action,
-        /// The verdict that allowed it (for an approved ask: the ask verdict).
-        verdict: Verdict,
-        /// True when an `allow_for_turn` grant answered without a prompt.
-        cached_approval: bool,
-        /// Remembered rules that passed the re-check (for the caller to persist).
-        remember: Vec<Rule>,
-    },
-    /// Refused.
-    Denied {
-        /// The refusal.
-        denial: Denial,
-    },
-    /// Deferred: the `TurnPermissionApprovalRequest` (JSON) is persisted in the store.
-    Deferred {
-        /// The request, exactly as shown.
-        request: String,
-    },
-}
-
-impl From<crate::AuthorizationRecord> for Authorization {
-    fn from(a: crate::AuthorizationRecord) -> Self {
-        match a {
-            crate::AuthorizationRecord::Allowed {
-                kind,
-                target,
-                tool,
-                verdict,
-                cached_approval,
-                remember,
-            } => Authorization::Allowed {
-                action: Action { kind, target, tool },
-                verdict: verdict.into(),
-                cached_approval,
-                remember: remember.into_iter().map(Rule::from).collect(),
-            },
-            crate::AuthorizationRecord::Denied(d) => Authorization::Denied { denial: d.into() },
-            crate::AuthorizationRecord::Deferred { request, .. } => Authorization::Deferred {
-                request: request.to_string(),
-            },
-        }
-    }
-}
-
-/// An ask, as an approver sees it.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct ApprovalAsk {
-    /// The request id.
-    pub request_id: String,
-    /// The turn id.
-    pub turn_id: String,
-    /// The normalized scope's hash.
-    pub scope_hash: String,
-    /// The action that runs when approved.
-    pub action: Action,
-    /// The ask verdict's reason (`ask_rule`, `default`, ...).
-    pub reason: String,
-    /// The `TurnPermissionApprovalRequest` exactly as shown (JSON).
-    pub request: String,
-}
-
-fn text_of(v: &Value, path: &[&str]) -> String {
-    path.iter()
-        .try_fold(v, |v, k| v.get(k))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
-}
-
-impl ApprovalAsk {
-    fn from_context(ctx: &Value) -> Self {
-        let tool = ctx
-            .get("action")
-            .and_then(|a| a.get("tool"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        ApprovalAsk {
-            request_id: text_of(ctx, &["request", "id"]),
-            turn_id: text_of(ctx, &["request", "turn_id"]),
-            scope_hash: text_of(ctx, &["request", "scope_hash"]),
-            action: Action {
-                kind: text_of(ctx, &["action", "kind"]),
-                target: text_of(ctx, &["action", "target"]),
-                tool,
-            },
-            reason: text_of(ctx, &["verdict", "reason"]),
-            request: ctx.get("request").cloned().unwrap_or_default().to_string(),
-        }
-    }
-}
-
-/// An approver's answer. Whatever it says, the gate re-checks it against the policy.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Enum)]
-pub enum Decision {
-    /// Run the action, or `modified` instead; remember `remember` for the run.
-    Approve {
-        /// A rewritten action to run instead.
-        modified: Option<Action>,
-        /// Rules to remember for the rest of the run.
-        remember: Vec<Rule>,
-    },
-    /// Refuse, with a reason the model can adapt to.
-    Deny {
-        /// Why.
-        reason: String,
-    },
-    /// Persist the request and pause.
-    Defer,
-}
-
-impl From<Decision> for crate::DecisionRecord {
-    fn from(d: Decision) -> Self {
-        let rule = |r: Rule| crate::RuleRecord {
-            kind: r.kind,
-            effect: r.effect.into(),
-            pattern: r.pattern,
-            tool: r.tool,
-        };
-        match d {
-            Decision::Approve { modified, remember } => crate::DecisionRecord::Approve {
-                modified: modified.map(|a| crate::ActionRecord {
-                    kind: a.kind,
-                    target: a.target,
-                    tool: a.tool,
-                }),
-                remember: remember.into_iter().map(rule).collect(),
-            },
-            Decision::Deny { reason } => crate::DecisionRecord::Deny { reason },
-            Decision::Defer => crate::DecisionRecord::Defer,
-        }
-    }
-}
 
 /// The approver, implemented in Swift as an `async` method. It may never answer (the run stays
 /// pending, other turns go on); a thrown error is a denial carrying its text.
@@ -716,7 +315,7 @@ impl From<Decision> for crate::DecisionRecord {
 #[async_trait::async_trait]
 pub trait Approver: Send + Sync {
     /// Decide one ask.
-    async fn decide(&self, ask: ApprovalAsk) -> Result<Decision>;
+    async fn decide(&self, ask: crate::approver::ApprovalAskRecord) -> Result<Decision>;
 }
 
 struct ForeignBridge(Arc<dyn Approver>);
@@ -724,13 +323,9 @@ struct ForeignBridge(Arc<dyn Approver>);
 impl crate::ForeignApprover for ForeignBridge {
     fn decide(&self, request: Value) -> crate::ForeignDecisionFuture {
         let inner = Arc::clone(&self.0);
-        let ask = ApprovalAsk::from_context(&request);
         Box::pin(async move {
-            inner
-                .decide(ask)
-                .await
-                .map(crate::DecisionRecord::from)
-                .map_err(|e| e.to_string())
+            let ask = serde_json::from_value(request).map_err(|e| e.to_string())?;
+            inner.decide(ask).await.map_err(|e| e.to_string())
         })
     }
 }
@@ -803,22 +398,13 @@ impl Store {
 
     /// Every turn id with events, oldest first.
     pub fn turns(&self) -> Result<Vec<String>> {
-        Ok(self.handle.turns()?)
+        self.handle.turns()
     }
 
     /// Every stored approval without a resolution (JSON list of `{"request", "action"}`).
     pub fn pending_approvals(&self) -> Result<String> {
         Ok(self.handle.pending_approvals()?.to_string())
     }
-}
-
-/// What `respond` did.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct RespondOutcome {
-    /// The recorded `ApprovalOutcome` (JSON): this response's, or the earlier one that won.
-    pub outcome: String,
-    /// True when this response is the one recorded.
-    pub applied: bool,
 }
 
 /// The approval broker a UI answers through.
@@ -846,12 +432,8 @@ impl Broker {
 
     /// Resolve request `id` with `allow_once`, `allow_for_turn`, `deny`, `cancelled` or
     /// `expired`. The first resolution wins.
-    pub fn respond(&self, id: String, resolution: String) -> Result<RespondOutcome> {
-        let r = self.handle.respond(&id, &resolution)?;
-        Ok(RespondOutcome {
-            outcome: r.outcome.to_string(),
-            applied: r.applied,
-        })
+    pub fn respond(&self, id: String, resolution: String) -> Result<crate::broker::RespondRecord> {
+        self.handle.respond(&id, &resolution)
     }
 
     /// The open requests (JSON list of `TurnPermissionApprovalRequest`).
@@ -923,18 +505,18 @@ impl Gate {
     }
 
     /// Evaluate one call with the checker of its kind, without recording or asking.
-    pub fn evaluate(&self, invocation: Invocation) -> Result<Verdict> {
-        Ok(self.handle.evaluate(&invocation.into())?.verdict.into())
+    pub fn evaluate(&self, invocation: Invocation) -> Result<crate::check::EvaluationRecord> {
+        self.handle.evaluate(&invocation)
     }
 
     /// Decide one call: evaluate, consult grants, ask the approver on ask, re-check, record.
     pub async fn authorize(&self, invocation: Invocation) -> Result<Authorization> {
-        Ok(self.handle.authorize(&invocation.into()).await?.into())
+        self.handle.authorize(&invocation).await
     }
 
     /// Decide a deferred request (possibly persisted by another process), re-checked.
     pub fn resume(&self, request_id: String, decision: Decision) -> Result<Authorization> {
-        Ok(self.handle.resume(&request_id, &decision.into())?.into())
+        self.handle.resume(&request_id, &decision)
     }
 
     /// Grant `scope_hash` for the rest of the turn.
@@ -947,7 +529,7 @@ impl Gate {
     /// snapshot that requires a sandbox this platform cannot provide throws
     /// `SandboxUnavailable`; nothing ever runs unconfined.
     pub async fn spawn(&self, invocation: Invocation) -> Result<SpawnResult> {
-        Ok(self.handle.spawn(&invocation.into()).await?.into())
+        self.handle.spawn(&invocation).await
     }
 
     /// Decide a deferred shell command and, when allowed, run exactly its stored action under
@@ -958,114 +540,39 @@ impl Gate {
         request_id: String,
         decision: Decision,
     ) -> Result<SpawnResult> {
-        Ok(self
-            .handle
-            .resume_spawn(&request_id, &decision.into())
-            .await?
-            .into())
+        self.handle.resume_spawn(&request_id, &decision).await
     }
 
     /// Run the stored shell command of an already approved request (by its id) under its
     /// stored snapshot and sandbox. An unresolved, denied or spent request throws; no command
     /// line runs without a decision.
     pub async fn run_approved(&self, request_id: String) -> Result<SpawnResult> {
-        Ok(self.handle.run_approved(&request_id).await?.into())
+        self.handle.run_approved(&request_id).await
     }
 
     /// Authorize a read of `invocation.target` and open it race-free beneath its root. On
     /// `Opened` the caller owns the returned file descriptor and must close it (the Swift
     /// layer's `openRead(_:)` wraps it in a `FileHandle` that does).
     pub async fn open_read(&self, invocation: Invocation) -> Result<OpenResult> {
-        open_result(self.handle.open_read(&invocation.into()).await?)
+        open_result(self.handle.open_read(&invocation).await?)
     }
 
     /// Authorize a write of `invocation.target` and open it race-free beneath its root,
     /// creating or truncating it. On `Opened` the caller owns the returned file descriptor and
     /// must close it (the Swift layer's `openWrite(_:)` wraps it in a `FileHandle` that does).
     pub async fn open_write(&self, invocation: Invocation) -> Result<OpenResult> {
-        open_result(self.handle.open_write(&invocation.into()).await?)
+        open_result(self.handle.open_write(&invocation).await?)
     }
 
     /// Check a URL and resolve it: connect only to the returned, vetted addresses (none unless
     /// the verdict allows or asks). Blocks the calling thread on DNS; call it off the main
     /// actor.
-    pub fn resolve_and_check(&self, url: String, tool: Option<String>) -> NetworkResolution {
-        self.handle.resolve_and_check(&url, tool.as_deref()).into()
-    }
-}
-
-/// A finished command.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct ProcessOutcome {
-    /// The child's pid.
-    pub pid: u32,
-    /// The exit code, when it exited.
-    pub exit_code: Option<i32>,
-    /// The signal that ended it, when one did.
-    pub signal: Option<i32>,
-    /// Whether the timeout fired.
-    pub timed_out: bool,
-    /// Wall-clock milliseconds from spawn to exit.
-    pub duration_ms: u64,
-    /// Captured stdout (capped).
-    pub stdout: Vec<u8>,
-    /// Captured stderr (capped).
-    pub stderr: Vec<u8>,
-    /// Whether stdout was truncated.
-    pub stdout_truncated: bool,
-    /// Whether stderr was truncated.
-    pub stderr_truncated: bool,
-    /// What the sandbox enforced (a `SandboxReport`, JSON), when one was requested.
-    pub sandbox: Option<String>,
-}
-
-impl From<crate::gate::ProcessOutcomeRecord> for ProcessOutcome {
-    fn from(o: crate::gate::ProcessOutcomeRecord) -> Self {
-        ProcessOutcome {
-            pid: o.pid,
-            exit_code: o.exit_code,
-            signal: o.signal,
-            timed_out: o.timed_out,
-            duration_ms: o.duration_ms,
-            stdout: o.stdout,
-            stderr: o.stderr,
-            stdout_truncated: o.stdout_truncated,
-            stderr_truncated: o.stderr_truncated,
-            sandbox: o.sandbox.map(|s| s.to_string()),
-        }
-    }
-}
-
-/// What `Gate.spawn` did.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Enum)]
-pub enum SpawnResult {
-    /// The command ran (under the sandbox when the snapshot requires one).
-    Ran {
-        /// The finished process.
-        process: ProcessOutcome,
-    },
-    /// Refused before anything ran.
-    Denied {
-        /// The refusal.
-        denial: Denial,
-    },
-    /// The approver deferred; the `TurnPermissionApprovalRequest` (JSON) is persisted in the
-    /// store. Nothing ran.
-    Deferred {
-        /// The request, exactly as shown.
-        request: String,
-    },
-}
-
-impl From<crate::SpawnRecord> for SpawnResult {
-    fn from(s: crate::SpawnRecord) -> Self {
-        match s {
-            crate::SpawnRecord::Ran(o) => SpawnResult::Ran { process: o.into() },
-            crate::SpawnRecord::Denied(d) => SpawnResult::Denied { denial: d.into() },
-            crate::SpawnRecord::Deferred { request, .. } => SpawnResult::Deferred {
-                request: request.to_string(),
-            },
-        }
+    pub fn resolve_and_check(
+        &self,
+        url: String,
+        tool: Option<String>,
+    ) -> crate::check::NetworkResolutionRecord {
+        self.handle.resolve_and_check(&url, tool.as_deref())
     }
 }
 
@@ -1101,9 +608,7 @@ fn open_result(r: crate::OpenRecord) -> Result<OpenResult> {
         crate::OpenRecord::Opened(file) => OpenResult::Opened {
             fd: file.into_raw_fd(),
         },
-        crate::OpenRecord::Denied(d) => OpenResult::Denied {
-            denial: (*d).into(),
-        },
+        crate::OpenRecord::Denied(d) => OpenResult::Denied { denial: *d },
     })
 }
 
@@ -1112,33 +617,12 @@ fn open_result(r: crate::OpenRecord) -> Result<OpenResult> {
     match r {
         crate::OpenRecord::Opened(file) => {
             drop(file);
-            Err(TurnGateError::Invalid {
+            Err(TurnGateError::InvalidInput {
                 message: "race-free opens need a Unix platform (a file descriptor to hand over)"
                     .to_owned(),
             })
         }
-        crate::OpenRecord::Denied(d) => Ok(OpenResult::Denied {
-            denial: (*d).into(),
-        }),
-    }
-}
-
-/// A URL's network check and the vetted addresses to connect to.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct NetworkResolution {
-    /// The check (a deny when a resolved address is forbidden).
-    pub check: NetworkCheck,
-    /// The resolved, vetted socket addresses (`ip:port`, IPv6 bracketed); connect only to
-    /// these. Empty unless the verdict allows or asks.
-    pub addrs: Vec<String>,
-}
-
-impl From<crate::check::NetworkResolutionRecord> for NetworkResolution {
-    fn from(r: crate::check::NetworkResolutionRecord) -> Self {
-        NetworkResolution {
-            check: r.check.into(),
-            addrs: r.addrs,
-        }
+        crate::OpenRecord::Denied(d) => Ok(OpenResult::Denied { denial: *d }),
     }
 }
 
@@ -1196,60 +680,6 @@ fn env_pairs(vars: Vec<EnvVar>) -> Vec<(Vec<u8>, Vec<u8>)> {
     vars.into_iter().map(|v| (v.name, v.value)).collect()
 }
 
-/// What the file checker decided for one path.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct FileCheck {
-    /// The verdict.
-    pub verdict: Verdict,
-    /// The lexically normalized absolute path, when the input was a valid path.
-    pub lexical: Option<String>,
-    /// The path with symlinks resolved, when it could be resolved.
-    pub resolved: Option<String>,
-    /// The root it lies under, when any.
-    pub root: Option<String>,
-}
-
-/// What the network checker decided for one target.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct NetworkCheck {
-    /// The verdict.
-    pub verdict: Verdict,
-    /// The canonical host, when the target parsed.
-    pub host: Option<String>,
-    /// The port (explicit or the scheme's default).
-    pub port: Option<u16>,
-    /// `host:port` (IPv6 bracketed), when there is a port.
-    pub host_port: Option<String>,
-    /// The URL scheme, for a URL target.
-    pub scheme: Option<String>,
-    /// The address class of the host (`public`, `loopback`, `private`, `metadata`, ...).
-    pub address_class: Option<String>,
-}
-
-impl From<crate::check::NetworkCheckRecord> for NetworkCheck {
-    fn from(r: crate::check::NetworkCheckRecord) -> Self {
-        NetworkCheck {
-            verdict: r.verdict.into(),
-            host: r.host,
-            port: r.port,
-            host_port: r.host_port,
-            scheme: r.scheme,
-            address_class: r.address_class,
-        }
-    }
-}
-
-/// What the shell parser found in a command line.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct ParsedCommandLine {
-    /// Every simple command's program (wrappers and `sh -c` strings included).
-    pub programs: Vec<String>,
-    /// Constructs that cannot be resolved statically.
-    pub unresolved: Vec<String>,
-    /// True when the line is plain words.
-    pub plain: bool,
-}
-
 /// How a command line would be spawned.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
 pub struct SpawnPlan {
@@ -1278,20 +708,14 @@ pub fn check_file(
     kind: String,
     path: String,
     tool: Option<String>,
-) -> Result<FileCheck> {
-    let r = crate::check::check_file(
+) -> Result<crate::check::FileCheckRecord> {
+    crate::check::check_file(
         parse("sandbox", &sandbox)?,
         &policy.handle,
         &kind,
         &path,
         tool.as_deref(),
-    )?;
-    Ok(FileCheck {
-        verdict: r.verdict.into(),
-        lexical: r.lexical,
-        resolved: r.resolved,
-        root: r.root,
-    })
+    )
 }
 
 /// Check a network target (URL or `host[:port]`) under a `TurnNetworkPolicySnapshot` (JSON)
@@ -1302,25 +726,19 @@ pub fn check_network(
     policy: Arc<Policy>,
     target: String,
     tool: Option<String>,
-) -> Result<NetworkCheck> {
-    let r = crate::check::check_network(
+) -> Result<crate::check::NetworkCheckRecord> {
+    crate::check::check_network(
         parse("network", &network)?,
         &policy.handle,
         &target,
         tool.as_deref(),
-    )?;
-    Ok(r.into())
+    )
 }
 
 /// What the shell parser finds in a command line.
 #[uniffi::export]
-pub fn parse_command_line(line: String) -> ParsedCommandLine {
-    let r = crate::check::parse_command_line(&line);
-    ParsedCommandLine {
-        programs: r.programs,
-        unresolved: r.unresolved,
-        plain: r.plain,
-    }
+pub fn parse_command_line(line: String) -> crate::check::ParsedCommandLineRecord {
+    crate::check::parse_command_line(&line)
 }
 
 /// The spawn plan of a command line under a `TurnSandboxSnapshot` and a
@@ -1350,7 +768,7 @@ pub fn plan_spawn(
         },
     )?;
     Ok(SpawnPlan {
-        verdict: r.verdict.into(),
+        verdict: r.verdict,
         argv: r.argv,
         cwd: r.cwd,
         env: r.env.into(),
@@ -1370,43 +788,4 @@ pub fn filter_env(
     untrusted_path_roots: Vec<String>,
 ) -> Result<FilteredEnv> {
     Ok(crate::check::filter_env(env_pairs(vars), &mode, &cwd, &untrusted_path_roots)?.into())
-}
-
-// ---- measurement -----------------------------------------------------------------------------
-
-/// Native baseline for the Swift bench: the median over `rounds` rounds of the mean ns per
-/// `check(kind, target)` (the same string-taking call Swift makes, kind parsing included) in a
-/// Rust loop of `iterations` calls, measured inside the library so that Swift's per-call figure
-/// can be compared in the same run. Measures; decides nothing.
-#[uniffi::export]
-pub fn bench_native_check_ns(
-    policy: Arc<Policy>,
-    kind: String,
-    target: String,
-    iterations: u64,
-    rounds: u32,
-) -> Result<f64> {
-    crate::parse_kind(&kind)?;
-    let iterations = iterations.max(1);
-    let mut per_round = Vec::new();
-    for _ in 0..rounds.max(1) {
-        let start = std::time::Instant::now();
-        for _ in 0..iterations {
-            let effect = policy.handle.check(
-                std::hint::black_box(&kind),
-                std::hint::black_box(&target),
-                None,
-            );
-            std::hint::black_box(effect.is_ok());
-        }
-        per_round.push(start.elapsed().as_nanos() as f64 / iterations as f64);
-    }
-    per_round.sort_by(f64::total_cmp);
-    Ok(per_round[per_round.len() / 2])
-}
-
-/// The FFI floor for the Swift bench: a call with two strings that does nothing with them.
-#[uniffi::export]
-pub fn bench_noop(kind: String, target: String) -> u64 {
-    (kind.len() + target.len()) as u64
 }

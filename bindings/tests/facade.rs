@@ -7,7 +7,7 @@ use turngate_ffi::{ActionRecord, Effect, PolicyHandle, TurnGateError, snapshot};
 
 #[test]
 fn check_and_explain_agree_with_the_core() {
-    let handle = PolicyHandle::default_tiered(None, None).unwrap();
+    let handle = PolicyHandle::tiered(None, None).unwrap();
     let core = turngate::Policy::default().compile().unwrap();
     for (kind, target) in [
         ("file_read", "src/lib.rs"),
@@ -100,7 +100,7 @@ fn snapshot_functions_take_and_return_protocol_json() {
     let s = snapshot::resolve(None, context.clone(), None).unwrap();
     assert_eq!(s["permission_profile"]["mode"], "full_access");
     let err = snapshot::resolve(Some(json!({"mode": "nope"})), context, None).unwrap_err();
-    assert!(matches!(err, TurnGateError::Invalid { .. }), "{err:?}");
+    assert!(matches!(err, TurnGateError::InvalidInput { .. }), "{err:?}");
     assert!(err.message().starts_with("selection:"), "{err}");
     let mapping = snapshot::map_cli_runtime("codex", "supervised").unwrap();
     assert!(mapping.is_object());
@@ -125,4 +125,34 @@ fn a_bad_policy_in_a_selection_is_a_policy_error_naming_the_field() {
     let err = snapshot::resolve(Some(selection), context, None).unwrap_err();
     assert!(matches!(err, TurnGateError::Policy { .. }), "{err:?}");
     assert!(err.message().contains("selection.policy"), "{err}");
+}
+
+#[test]
+fn evaluate_reuses_a_snapshot_only_while_it_is_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = json!({"workspace_root": dir.path(), "execution_backend": "native",
+        "platform": {"os": "linux", "landlock_abi": 7, "seccomp": true, "user_namespaces": true,
+                     "seatbelt": false, "restricted_token": false}});
+    let snap = snapshot::resolve(Some(json!({"mode": "supervised"})), ctx, None).unwrap();
+    let inv = turngate_ffi::InvocationRecord {
+        kind: "file_write".into(),
+        target: "a.txt".into(),
+        ..Default::default()
+    };
+    let first = turngate_ffi::check::evaluate(snap.clone(), &inv).unwrap();
+    assert_eq!(first.verdict.effect, Effect::Ask);
+    assert_eq!(
+        turngate_ffi::check::evaluate(snap.clone(), &inv).unwrap(),
+        first
+    );
+    // The same snapshot with one more deny rule: the cached policy must not answer for it.
+    let mut denying = snap;
+    let policy =
+        PolicyHandle::from_json_value(denying["permission_profile"]["effective_policy"].clone())
+            .unwrap()
+            .with_rule("file_write", "deny", "**/a.txt", None, Some("extra"))
+            .unwrap();
+    denying["permission_profile"]["effective_policy"] = policy.to_json_value().unwrap();
+    let denied = turngate_ffi::check::evaluate(denying, &inv).unwrap();
+    assert_eq!(denied.verdict.effect, Effect::Deny, "{denied:?}");
 }

@@ -105,7 +105,7 @@ async fn a_denied_spawn_never_runs_and_a_metadata_url_resolves_to_nothing() {
         .await
         .unwrap();
     assert!(
-        matches!(&r, SpawnResult::Denied { denial } if !denial.tool_result.is_empty()),
+        matches!(&r, SpawnResult::Denied(denial) if !denial.tool_result.is_empty()),
         "{r:?}"
     );
     assert!(!never.exists());

@@ -1,5 +1,5 @@
 //! `check` on compiled policies of 10, 100 and 1,000 rules per rule shape, and compilation.
-//! Budget (DESIGN.md §9): ≤ 1 µs median at 100 rules.
+//! Budget (docs/performance.md): ≤ 1 µs median at 100 rules.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

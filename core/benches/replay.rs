@@ -1,5 +1,5 @@
 //! `replay` over a store of 10,000 recorded decisions (100 turns of reads, asked shell commands
-//! and denied secrets) with a candidate policy that denies one more pattern (DESIGN §17: under
+//! and denied secrets) with a candidate policy that denies one more pattern (under
 //! 2 s). Set `TURNGATE_REPLAY_STORE=/path/audit.db` to keep the generated store, to time
 //! `turngate replay` on it as a whole process.
 

@@ -1,5 +1,5 @@
 //! Sandboxed spawn of `/bin/true` against a plain spawn of it, in the same run (budget: the
-//! sandboxed one at most 1.5x the plain one, DESIGN §9). Both go through the same runner, so the
+//! sandboxed one at most 1.5x the plain one; docs/performance.md). Both go through the same runner, so the
 //! ratio is the sandbox's cost; a bare `std::process::Command` is measured as the floor.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic
 

@@ -436,7 +436,7 @@ static void test_asks(const Fixture *fx, TgGate *supervised, TgStore *store, Rev
   /* Defer, then resume: the request is persisted and decided later, re-checked. */
   out = ask(supervised, rev, "{\"decision\": \"defer\"}", 0);
   outcome = jstr(out, "outcome");
-  char *id = jstr(out, "request_id");
+  char *id = jstr2(out, "request", "id");
   CHECK(same(outcome, "deferred") && id != NULL, "defer: expected deferred with an id, got %s",
         show(out));
   printf("  %-22s -> %s: %s\n", "callback defer", show(outcome), show(id));
@@ -599,8 +599,8 @@ static void test_open(const Fixture *fx, TgGate *edits) {
   inv = invocation("file_write", outside);
   fd = -2;
   if (ok(tg_gate_open_write(edits, inv, &fd, &denial), "tg_gate_open_write")) {
-    char *outcome = jstr(denial, "outcome"), *reason = jstr(denial, "reason");
-    CHECK(fd == -1 && same(outcome, "denied") && contains(reason, "outside_roots") &&
+    char *outcome = jstr(denial, "tool_result"), *reason = jstr(denial, "reason");
+    CHECK(fd == -1 && contains(outcome, "Permission denied") && contains(reason, "outside_roots") &&
               !exists(outside),
           "open_write outside: expected -1 and a denial, got %d %s", fd, show(denial));
     printf("  %-22s -> fd %d: %s\n", "open_write outside", fd, show(reason));
@@ -766,7 +766,9 @@ static int run(const char *parent) {
   char *net = NULL;
   if (ok(tg_gate_resolve_and_check_json(supervised, "http://169.254.169.254/", NULL, &net),
          "tg_gate_resolve_and_check_json")) {
-    char *effect = jstr2(net, "verdict", "effect"), *addrs = jget(net, "addrs");
+    char *check = jget(net, "check");
+    char *effect = jstr2(check, "verdict", "effect"), *addrs = jget(net, "addrs");
+    tg_string_free(check);
     CHECK(same(effect, "deny") && same(addrs, "[]"), "resolve_and_check metadata: got %s", net);
     tg_string_free(effect);
     tg_string_free(addrs);

@@ -15,12 +15,12 @@ use napi::{Env, Status, sys};
 use napi_derive::napi;
 use serde_json::Value;
 use tokio::sync::oneshot;
-use turngate_ffi::approver::{DecisionRecord, ForeignApprover, ForeignDecisionFuture, rule_record};
+use turngate_ffi::approver::{DecisionRecord, ForeignApprover, ForeignDecisionFuture};
 use turngate_ffi::{ActionRecord, ApproverHandle, TurnGateError};
 
 use crate::broker::Broker;
 use crate::error::OrThrow;
-use crate::policy::{Action, Rule};
+use crate::policy::Action;
 use crate::settle::{Tsfn, failed, lock};
 
 /// An approver's answer: `approve` (optionally a `modified` action and rules to `remember`,
@@ -36,7 +36,8 @@ pub struct Decision {
     /// For an approval: a rewritten action to run instead (re-checked).
     pub modified: Option<Action>,
     /// For an approval: rules to remember for the rest of the run (re-checked).
-    pub remember: Option<Vec<Rule>>,
+    #[napi(ts_type = "Rule[]")]
+    pub remember: Option<Value>,
 }
 
 impl Decision {
@@ -46,12 +47,10 @@ impl Decision {
         Ok(match base {
             DecisionRecord::Approve { .. } => DecisionRecord::Approve {
                 modified: self.modified.clone().map(ActionRecord::from),
-                remember: self
-                    .remember
-                    .iter()
-                    .flatten()
-                    .map(|r| rule_record(&r.kind, &r.effect, &r.pattern, r.tool.as_deref()))
-                    .collect::<Result<_, _>>()?,
+                remember: match &self.remember {
+                    Some(r) => turngate_ffi::wire::from_camel_value("remember", r.clone())?,
+                    None => Vec::new(),
+                },
             },
             other => other,
         })

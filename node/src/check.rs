@@ -7,140 +7,10 @@ use napi::Env;
 use napi::bindgen_prelude::{Buffer, Either, PromiseRaw};
 use napi_derive::napi;
 use serde_json::Value;
-use turngate_ffi::InvocationRecord;
-use turngate_ffi::check::{
-    self as fc, EvaluationRecord, FileCheckRecord, FilteredEnvRecord, NetworkCheckRecord,
-    NetworkResolutionRecord, SpawnPlanRequest,
-};
+use turngate_ffi::check::{self as fc, FilteredEnvRecord, SpawnPlanRequest};
 
-use crate::error::{OrThrow, blocking};
-use crate::policy::{Policy, Verdict};
-
-/// One tool call as the gate takes it.
-#[napi(object)]
-#[derive(Debug, Clone, Default)]
-pub struct Invocation {
-    /// The action kind's wire name.
-    #[napi(ts_type = "ActionKind")]
-    pub kind: String,
-    /// The target (path, command line, URL or `host:port`, `server/tool`, name).
-    pub target: String,
-    /// The tool's name.
-    pub tool: Option<String>,
-    /// The turn item id (audit rows).
-    pub item_id: Option<String>,
-    /// The tool call id (audit rows).
-    pub tool_id: Option<String>,
-    /// For shell commands: the working directory.
-    pub cwd: Option<String>,
-}
-
-impl From<Invocation> for InvocationRecord {
-    fn from(i: Invocation) -> Self {
-        InvocationRecord {
-            kind: i.kind,
-            target: i.target,
-            tool: i.tool,
-            item_id: i.item_id,
-            tool_id: i.tool_id,
-            cwd: i.cwd,
-        }
-    }
-}
-
-/// The checker evaluation of one call: the verdict and the canonical target judged.
-#[napi(object)]
-#[derive(Debug, Clone)]
-pub struct Evaluation {
-    /// The verdict.
-    pub verdict: Verdict,
-    /// The canonical target (resolved path, `host:port`, the command line).
-    pub target: String,
-}
-
-impl From<EvaluationRecord> for Evaluation {
-    fn from(e: EvaluationRecord) -> Self {
-        Evaluation {
-            verdict: e.verdict.into(),
-            target: e.target,
-        }
-    }
-}
-
-/// What the file checker decided, with the path forms it judged.
-#[napi(object)]
-#[derive(Debug, Clone)]
-pub struct FileCheck {
-    /// The verdict.
-    pub verdict: Verdict,
-    /// The lexically normalized absolute path.
-    pub lexical: Option<String>,
-    /// The fully resolved path (symlinks followed), when it could be resolved.
-    pub resolved: Option<String>,
-    /// The root that contains it.
-    pub root: Option<String>,
-}
-
-impl From<FileCheckRecord> for FileCheck {
-    fn from(r: FileCheckRecord) -> Self {
-        FileCheck {
-            verdict: r.verdict.into(),
-            lexical: r.lexical,
-            resolved: r.resolved,
-            root: r.root,
-        }
-    }
-}
-
-/// What the network checker decided, with the parsed target.
-#[napi(object)]
-#[derive(Debug, Clone)]
-pub struct NetworkCheck {
-    /// The verdict.
-    pub verdict: Verdict,
-    /// The host.
-    pub host: Option<String>,
-    /// The port.
-    pub port: Option<u32>,
-    /// `host:port`.
-    pub host_port: Option<String>,
-    /// The URL scheme.
-    pub scheme: Option<String>,
-    /// The address class of a literal address (`loopback`, `private`, ...).
-    pub address_class: Option<String>,
-}
-
-impl From<NetworkCheckRecord> for NetworkCheck {
-    fn from(r: NetworkCheckRecord) -> Self {
-        NetworkCheck {
-            verdict: r.verdict.into(),
-            host: r.host,
-            port: r.port.map(u32::from),
-            host_port: r.host_port,
-            scheme: r.scheme,
-            address_class: r.address_class,
-        }
-    }
-}
-
-/// A network check with the vetted addresses to connect to.
-#[napi(object)]
-#[derive(Debug, Clone)]
-pub struct NetworkResolution {
-    /// The check.
-    pub check: NetworkCheck,
-    /// The resolved, vetted addresses (connect only to these).
-    pub addrs: Vec<String>,
-}
-
-impl From<NetworkResolutionRecord> for NetworkResolution {
-    fn from(r: NetworkResolutionRecord) -> Self {
-        NetworkResolution {
-            check: r.check.into(),
-            addrs: r.addrs,
-        }
-    }
-}
+use crate::error::{OrThrow, blocking, options, record};
+use crate::policy::Policy;
 
 /// An environment variable, as text or raw bytes.
 #[napi(object)]
@@ -219,14 +89,16 @@ pub struct CommandVerdict {
     /// Its arguments.
     pub args: Vec<String>,
     /// Its verdict.
-    pub verdict: Verdict,
+    #[napi(ts_type = "Verdict")]
+    pub verdict: Value,
 }
 
 /// How a command line would be spawned.
 #[napi(object)]
 pub struct SpawnPlan {
     /// The verdict of the whole line (the strictest of its commands and constructs).
-    pub verdict: Verdict,
+    #[napi(ts_type = "Verdict")]
+    pub verdict: Value,
     /// The argv that runs.
     pub argv: Vec<String>,
     /// The working directory.
@@ -261,21 +133,10 @@ pub struct SpawnPlanOptions {
     pub tool: Option<String>,
 }
 
-/// What the shell parser finds in a command line.
-#[napi(object)]
-#[derive(Debug, Clone)]
-pub struct ParsedCommandLine {
-    /// The programs an exec rule judges.
-    pub programs: Vec<String>,
-    /// Constructs that cannot be resolved statically (`command_substitution`, ...).
-    pub unresolved: Vec<String>,
-    /// True for a plain line (no shell constructs).
-    pub plain: bool,
-}
-
 /// Check a file path with the file checker of a `TurnSandboxSnapshot` and `policy`.
 #[napi(
-    ts_args_type = "sandbox: JsonObject, policy: Policy, kind: 'file_read' | 'file_write', path: string, tool?: string | null"
+    ts_args_type = "sandbox: JsonObject, policy: Policy, kind: 'file_read' | 'file_write', path: string, tool?: string | null",
+    ts_return_type = "FileCheck"
 )]
 pub fn check_file(
     env: Env,
@@ -284,25 +145,27 @@ pub fn check_file(
     kind: String,
     path: String,
     tool: Option<String>,
-) -> napi::Result<FileCheck> {
-    fc::check_file(sandbox, &policy.handle, &kind, &path, tool.as_deref())
-        .map(FileCheck::from)
-        .or_throw(&env)
+) -> napi::Result<Value> {
+    let c =
+        fc::check_file(sandbox, &policy.handle, &kind, &path, tool.as_deref()).or_throw(&env)?;
+    record(&env, &c)
 }
 
 /// Check a network target (URL or `host[:port]`) with the network checker of a
 /// `TurnNetworkPolicySnapshot` and `policy`, without resolving it.
-#[napi(ts_args_type = "network: JsonObject, policy: Policy, target: string, tool?: string | null")]
+#[napi(
+    ts_args_type = "network: JsonObject, policy: Policy, target: string, tool?: string | null",
+    ts_return_type = "NetworkCheck"
+)]
 pub fn check_network(
     env: Env,
     network: Value,
     policy: &Policy,
     target: String,
     tool: Option<String>,
-) -> napi::Result<NetworkCheck> {
-    fc::check_network(network, &policy.handle, &target, tool.as_deref())
-        .map(NetworkCheck::from)
-        .or_throw(&env)
+) -> napi::Result<Value> {
+    let c = fc::check_network(network, &policy.handle, &target, tool.as_deref()).or_throw(&env)?;
+    record(&env, &c)
 }
 
 /// Check a network target and resolve it (DNS, off the event loop), vetting every address.
@@ -316,12 +179,12 @@ pub fn resolve_and_check_network<'env>(
     policy: &Policy,
     target: String,
     tool: Option<String>,
-) -> napi::Result<PromiseRaw<'env, NetworkResolution>> {
+) -> napi::Result<PromiseRaw<'env, Value>> {
     let handle = std::sync::Arc::clone(&policy.handle);
     blocking(
         env,
         move || fc::resolve_and_check_network(network, &handle, &target, tool.as_deref()),
-        |_, r| Ok(NetworkResolution::from(r)),
+        |env, r| record(env, &r),
     )
 }
 
@@ -348,7 +211,7 @@ pub fn plan_spawn(
     };
     let p = fc::plan_spawn(sandbox, process, &policy.handle, request).or_throw(&env)?;
     Ok(SpawnPlan {
-        verdict: p.verdict.into(),
+        verdict: record(&env, &p.verdict)?,
         argv: p.argv,
         cwd: p.cwd,
         env: p.env.into(),
@@ -359,12 +222,14 @@ pub fn plan_spawn(
         commands: p
             .commands
             .into_iter()
-            .map(|c| CommandVerdict {
-                program: c.program,
-                args: c.args,
-                verdict: c.verdict.into(),
+            .map(|c| {
+                Ok(CommandVerdict {
+                    verdict: record(&env, &c.verdict)?,
+                    program: c.program,
+                    args: c.args,
+                })
             })
-            .collect(),
+            .collect::<napi::Result<_>>()?,
         unresolved: p.unresolved,
     })
 }
@@ -392,23 +257,20 @@ pub fn filter_env(
 }
 
 /// What the shell parser finds in a command line (the programs an exec rule judges).
-#[napi]
-pub fn parse_command_line(line: String) -> ParsedCommandLine {
-    let p = fc::parse_command_line(&line);
-    ParsedCommandLine {
-        programs: p.programs,
-        unresolved: p.unresolved,
-        plain: p.plain,
-    }
+#[napi(ts_return_type = "ParsedCommandLine")]
+pub fn parse_command_line(env: Env, line: String) -> napi::Result<Value> {
+    record(&env, &fc::parse_command_line(&line))
 }
 
 /// Evaluate one call under a `TurnExecutionSecuritySnapshot` with the checker of its kind,
 /// exactly as the gate does, without recording or asking.
-#[napi(ts_args_type = "snapshot: TurnExecutionSecuritySnapshot, invocation: Invocation")]
-pub fn evaluate(env: Env, snapshot: Value, invocation: Invocation) -> napi::Result<Evaluation> {
-    fc::evaluate(snapshot, &invocation.into())
-        .map(Evaluation::from)
-        .or_throw(&env)
+#[napi(
+    ts_args_type = "snapshot: TurnExecutionSecuritySnapshot, invocation: Invocation",
+    ts_return_type = "Evaluation"
+)]
+pub fn evaluate(env: Env, snapshot: Value, invocation: Value) -> napi::Result<Value> {
+    let inv = options(&env, "invocation", invocation)?;
+    record(&env, &fc::evaluate(snapshot, &inv).or_throw(&env)?)
 }
 
 impl std::fmt::Debug for EnvVar {

@@ -50,19 +50,6 @@ pub fn hooks(env: &Env) -> Option<&'static Hooks> {
     env.get_instance_data::<Hooks>().ok().flatten().map(|h| &*h)
 }
 
-/// The facade variant's name: the JavaScript error's `code`.
-pub fn code_of(e: &TurnGateError) -> &'static str {
-    match e {
-        TurnGateError::Policy { .. } => "Policy",
-        TurnGateError::Snapshot { .. } => "Snapshot",
-        TurnGateError::Store { .. } => "Store",
-        TurnGateError::SandboxUnavailable { .. } => "SandboxUnavailable",
-        TurnGateError::Approval { .. } => "Approval",
-        TurnGateError::Run { .. } => "Run",
-        _ => "Invalid",
-    }
-}
-
 /// The variant's actionable fields, as properties of the JavaScript error.
 fn details_of(e: &TurnGateError) -> Value {
     let mut d = Map::new();
@@ -85,7 +72,7 @@ fn details_of(e: &TurnGateError) -> Value {
 /// The JavaScript error for a facade error. If the factory is missing or fails (it never
 /// should), a plain `Error` whose `code` is the variant name is thrown instead.
 pub fn js_error(env: &Env, e: TurnGateError) -> napi::Error {
-    let code = code_of(&e);
+    let code = e.kind();
     let message = e.message().to_owned();
     let built = hooks(env)
         .and_then(|h| h.make_error.borrow_back(env).ok())
@@ -94,6 +81,21 @@ pub fn js_error(env: &Env, e: TurnGateError) -> napi::Error {
         Some(obj) => napi::Error::from(obj),
         None => napi::Error::new(Status::GenericFailure, format!("{code}: {message}")),
     }
+}
+
+/// A facade record as a JavaScript object: its JSON form with camelCase field names
+/// (`turngate_ffi::wire`), the same fields as in every language.
+pub fn record<T: serde::Serialize>(env: &Env, value: &T) -> napi::Result<Value> {
+    turngate_ffi::wire::to_camel_value("result", value).or_throw(env)
+}
+
+/// An options record (an `Invocation`, ...) from a camelCase object; unknown fields throw.
+pub fn options<T: serde::de::DeserializeOwned>(
+    env: &Env,
+    what: &str,
+    value: Value,
+) -> napi::Result<T> {
+    turngate_ffi::wire::from_camel_value(what, value).or_throw(env)
 }
 
 /// `Result<T, TurnGateError>` to a napi result, building the native error.

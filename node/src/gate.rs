@@ -10,127 +10,13 @@ use napi::bindgen_prelude::{Buffer, PromiseRaw};
 use napi_derive::napi;
 use serde_json::Value;
 use tokio::sync::watch;
-use turngate_ffi::gate::{
-    AuthorizationRecord, DenialRecord, OpenRecord, ProcessOutcomeRecord, SpawnRecord,
-};
+use turngate_ffi::gate::{OpenRecord, ProcessOutcomeRecord, SpawnRecord};
 use turngate_ffi::{GateHandle, InvocationRecord, TurnGateError};
 
 use crate::approver::{Approver, Decision};
 use crate::broker::Broker;
-use crate::check::{Evaluation, Invocation, NetworkResolution};
-use crate::error::{OrThrow, promise};
-use crate::policy::{Rule, Verdict};
+use crate::error::{OrThrow, options, promise, record};
 use crate::store::Store;
-
-/// A refusal, shaped as a tool result the model can adapt to.
-#[napi(object)]
-#[derive(Debug, Clone)]
-pub struct Denial {
-    /// The refused action's kind.
-    pub kind: String,
-    /// The refused action's target.
-    pub target: String,
-    /// The refused action's tool.
-    pub tool: Option<String>,
-    /// Why, in words.
-    pub reason: String,
-    /// The verdict behind it, when the policy denied.
-    pub verdict: Option<Verdict>,
-    /// The text to hand the model as the tool's result.
-    pub tool_result: String,
-}
-
-impl From<DenialRecord> for Denial {
-    fn from(d: DenialRecord) -> Self {
-        Denial {
-            kind: d.kind,
-            target: d.target,
-            tool: d.tool,
-            reason: d.reason,
-            verdict: d.verdict.map(Verdict::from),
-            tool_result: d.tool_result,
-        }
-    }
-}
-
-/// What the gate decided for one call. `outcome` says which fields are set.
-#[napi(object)]
-#[derive(Debug, Clone)]
-pub struct Authorization {
-    /// `allowed`, `denied` or `deferred`.
-    #[napi(ts_type = "'allowed' | 'denied' | 'deferred'")]
-    pub outcome: String,
-    /// Allowed: the action to run (canonical target; the approver's modified one, re-checked).
-    pub action: Option<crate::policy::Action>,
-    /// Allowed: the verdict that allowed it (for an approved ask: the ask verdict).
-    pub verdict: Option<Verdict>,
-    /// Allowed: true when an `allow_for_turn` grant answered without a prompt.
-    pub cached_approval: bool,
-    /// Allowed: remembered rules that passed the re-check (for the caller to persist).
-    pub remember: Vec<Rule>,
-    /// Denied: the refusal.
-    pub denial: Option<Denial>,
-    /// Deferred: the persisted `TurnPermissionApprovalRequest`, exactly as shown.
-    #[napi(ts_type = "ApprovalRequest")]
-    pub request: Option<Value>,
-    /// Denied or deferred: why the call did not run, in words.
-    pub reason: Option<String>,
-    /// Denied or deferred: the text to hand the model as the tool's result.
-    pub tool_result: Option<String>,
-}
-
-impl Authorization {
-    fn empty(outcome: &str) -> Self {
-        Authorization {
-            outcome: outcome.to_owned(),
-            action: None,
-            verdict: None,
-            cached_approval: false,
-            remember: Vec::new(),
-            denial: None,
-            request: None,
-            reason: None,
-            tool_result: None,
-        }
-    }
-}
-
-impl From<AuthorizationRecord> for Authorization {
-    fn from(a: AuthorizationRecord) -> Self {
-        match a {
-            AuthorizationRecord::Allowed {
-                kind,
-                target,
-                tool,
-                verdict,
-                cached_approval,
-                remember,
-            } => Authorization {
-                action: Some(crate::policy::Action { kind, target, tool }),
-                verdict: Some(verdict.into()),
-                cached_approval,
-                remember: remember.into_iter().map(Rule::from).collect(),
-                ..Authorization::empty("allowed")
-            },
-            AuthorizationRecord::Denied(d) => Authorization {
-                reason: Some(d.reason.clone()),
-                tool_result: Some(d.tool_result.clone()),
-                denial: Some(d.into()),
-                ..Authorization::empty("denied")
-            },
-            AuthorizationRecord::Deferred {
-                request,
-                reason,
-                tool_result,
-            } => Authorization {
-                request: Some(request),
-                reason: Some(reason),
-                tool_result: Some(tool_result),
-                ..Authorization::empty("deferred")
-            },
-        }
-    }
-}
 
 /// A finished command.
 #[napi(object)]
@@ -183,7 +69,8 @@ pub struct SpawnResult {
     /// Ran: the finished process (under the sandbox when the snapshot requires one).
     pub process: Option<ProcessOutcome>,
     /// Denied: the refusal (nothing ran).
-    pub denial: Option<Denial>,
+    #[napi(ts_type = "Denial")]
+    pub denial: Option<Value>,
     /// Deferred: the persisted request.
     #[napi(ts_type = "ApprovalRequest")]
     pub request: Option<Value>,
@@ -200,7 +87,8 @@ pub struct OpenResult {
     /// Opened: the file descriptor (the caller owns it: `fs.closeSync(fd)`).
     pub fd: Option<i32>,
     /// Denied: the refusal.
-    pub denial: Option<Denial>,
+    #[napi(ts_type = "Denial")]
+    pub denial: Option<Value>,
 }
 
 #[cfg(unix)]
@@ -214,8 +102,8 @@ fn fd_of(_file: std::fs::File) -> Option<i32> {
     None
 }
 
-fn open_result(r: OpenRecord) -> OpenResult {
-    match r {
+fn open_result(env: &Env, r: OpenRecord) -> napi::Result<OpenResult> {
+    Ok(match r {
         OpenRecord::Opened(f) => OpenResult {
             outcome: "opened".to_owned(),
             fd: fd_of(f),
@@ -224,9 +112,9 @@ fn open_result(r: OpenRecord) -> OpenResult {
         OpenRecord::Denied(d) => OpenResult {
             outcome: "denied".to_owned(),
             fd: None,
-            denial: Some((*d).into()),
+            denial: Some(record(env, &*d)?),
         },
-    }
+    })
 }
 
 /// Options of `new Gate`.
@@ -316,25 +204,26 @@ impl Gate {
     }
 
     /// Evaluate one call with the checker of its kind, without recording or asking.
-    #[napi]
-    pub fn evaluate(&self, env: Env, invocation: Invocation) -> napi::Result<Evaluation> {
-        self.gate
-            .evaluate(&invocation.into())
-            .map(Evaluation::from)
-            .or_throw(&env)
+    #[napi(ts_args_type = "invocation: Invocation", ts_return_type = "Evaluation")]
+    pub fn evaluate(&self, env: Env, invocation: Value) -> napi::Result<Value> {
+        let inv: InvocationRecord = options(&env, "invocation", invocation)?;
+        record(&env, &self.gate.evaluate(&inv).or_throw(&env)?)
     }
 
     /// Decide one call: evaluate, consult grants, ask the approver on ask, re-check, record.
-    #[napi(ts_return_type = "Promise<Authorization>")]
+    #[napi(
+        ts_args_type = "invocation: Invocation",
+        ts_return_type = "Promise<Authorization>"
+    )]
     pub fn authorize<'env>(
         &self,
         env: &'env Env,
-        invocation: Invocation,
-    ) -> napi::Result<PromiseRaw<'env, Authorization>> {
+        invocation: Value,
+    ) -> napi::Result<PromiseRaw<'env, Value>> {
         let gate = Arc::clone(&self.gate);
-        let inv: InvocationRecord = invocation.into();
+        let inv: InvocationRecord = options(env, "invocation", invocation)?;
         let fut = self.guarded(async move { gate.authorize(&inv).await });
-        promise(env, fut, |_, a| Ok(Authorization::from(a)))
+        promise(env, fut, |env, a| record(env, &a))
     }
 
     /// Decide a deferred request (possibly persisted by another process): the stored action,
@@ -345,7 +234,7 @@ impl Gate {
         env: &'env Env,
         request_id: String,
         decision: Decision,
-    ) -> napi::Result<PromiseRaw<'env, Authorization>> {
+    ) -> napi::Result<PromiseRaw<'env, Value>> {
         let decision = decision.to_record().or_throw(env)?;
         let gate = Arc::clone(&self.gate);
         let work = async move {
@@ -357,20 +246,23 @@ impl Gate {
                     })
                 })
         };
-        promise(env, work, |_, a| Ok(Authorization::from(a)))
+        promise(env, work, |env, a| record(env, &a))
     }
 
     /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox.
-    #[napi(ts_return_type = "Promise<SpawnResult>")]
+    #[napi(
+        ts_args_type = "invocation: Invocation",
+        ts_return_type = "Promise<SpawnResult>"
+    )]
     pub fn spawn<'env>(
         &self,
         env: &'env Env,
-        invocation: Invocation,
+        invocation: Value,
     ) -> napi::Result<PromiseRaw<'env, SpawnResult>> {
         let gate = Arc::clone(&self.gate);
-        let inv: InvocationRecord = invocation.into();
+        let inv: InvocationRecord = options(env, "invocation", invocation)?;
         let fut = self.guarded(async move { gate.spawn(&inv).await });
-        promise(env, fut, |_, r| Ok(spawn_result(r)))
+        promise(env, fut, spawn_result)
     }
 
     /// Decide a deferred shell command and, when allowed, run exactly its stored action under
@@ -386,7 +278,7 @@ impl Gate {
         let decision = decision.to_record().or_throw(env)?;
         let gate = Arc::clone(&self.gate);
         let fut = self.guarded(async move { gate.resume_spawn(&request_id, &decision).await });
-        promise(env, fut, |_, r| Ok(spawn_result(r)))
+        promise(env, fut, spawn_result)
     }
 
     /// Run the stored shell command of an already approved request (by id) under the snapshot
@@ -400,33 +292,39 @@ impl Gate {
     ) -> napi::Result<PromiseRaw<'env, SpawnResult>> {
         let gate = Arc::clone(&self.gate);
         let fut = self.guarded(async move { gate.run_approved(&request_id).await });
-        promise(env, fut, |_, r| Ok(spawn_result(r)))
+        promise(env, fut, spawn_result)
     }
 
     /// Authorize a read of `invocation.target` and open it race-free beneath its root.
-    #[napi(ts_return_type = "Promise<OpenResult>")]
+    #[napi(
+        ts_args_type = "invocation: Invocation",
+        ts_return_type = "Promise<OpenResult>"
+    )]
     pub fn open_read<'env>(
         &self,
         env: &'env Env,
-        invocation: Invocation,
+        invocation: Value,
     ) -> napi::Result<PromiseRaw<'env, OpenResult>> {
         let gate = Arc::clone(&self.gate);
-        let inv: InvocationRecord = invocation.into();
+        let inv: InvocationRecord = options(env, "invocation", invocation)?;
         let fut = self.guarded(async move { gate.open_read(&inv).await });
-        promise(env, fut, |_, r| Ok(open_result(r)))
+        promise(env, fut, open_result)
     }
 
     /// Authorize a write of `invocation.target` and open (create or truncate) it race-free.
-    #[napi(ts_return_type = "Promise<OpenResult>")]
+    #[napi(
+        ts_args_type = "invocation: Invocation",
+        ts_return_type = "Promise<OpenResult>"
+    )]
     pub fn open_write<'env>(
         &self,
         env: &'env Env,
-        invocation: Invocation,
+        invocation: Value,
     ) -> napi::Result<PromiseRaw<'env, OpenResult>> {
         let gate = Arc::clone(&self.gate);
-        let inv: InvocationRecord = invocation.into();
+        let inv: InvocationRecord = options(env, "invocation", invocation)?;
         let fut = self.guarded(async move { gate.open_write(&inv).await });
-        promise(env, fut, |_, r| Ok(open_result(r)))
+        promise(env, fut, open_result)
     }
 
     /// Check a URL and resolve it (DNS, off the event loop): connect only to the vetted
@@ -437,12 +335,12 @@ impl Gate {
         env: &'env Env,
         url: String,
         tool: Option<String>,
-    ) -> napi::Result<PromiseRaw<'env, NetworkResolution>> {
+    ) -> napi::Result<PromiseRaw<'env, Value>> {
         let gate = Arc::clone(&self.gate);
         crate::error::blocking(
             env,
             move || Ok(gate.resolve_and_check(&url, tool.as_deref())),
-            |_, r| Ok(NetworkResolution::from(r)),
+            |env, r| record(env, &r),
         )
     }
 
@@ -478,8 +376,8 @@ impl std::fmt::Debug for GateOptions {
     }
 }
 
-fn spawn_result(r: SpawnRecord) -> SpawnResult {
-    match r {
+fn spawn_result(env: &Env, r: SpawnRecord) -> napi::Result<SpawnResult> {
+    Ok(match r {
         SpawnRecord::Ran(o) => SpawnResult {
             outcome: "ran".to_owned(),
             process: Some(o.into()),
@@ -489,7 +387,7 @@ fn spawn_result(r: SpawnRecord) -> SpawnResult {
         SpawnRecord::Denied(d) => SpawnResult {
             outcome: "denied".to_owned(),
             process: None,
-            denial: Some(d.into()),
+            denial: Some(record(env, &d)?),
             request: None,
         },
         SpawnRecord::Deferred { request, .. } => SpawnResult {
@@ -498,5 +396,5 @@ fn spawn_result(r: SpawnRecord) -> SpawnResult {
             denial: None,
             request: Some(request),
         },
-    }
+    })
 }

@@ -4,66 +4,12 @@
 use std::sync::Arc;
 
 use napi::Env;
-use napi::bindgen_prelude::{Either, Null};
+use napi::bindgen_prelude::Either;
 use napi_derive::napi;
 use serde_json::Value;
-use turngate_ffi::{ActionRecord, Effect, PolicyHandle, RuleRecord, VerdictRecord, parse_kind};
+use turngate_ffi::{ActionRecord, Effect, PolicyHandle, parse_kind};
 
-use crate::error::OrThrow;
-
-/// A rule of a policy: a kind, an effect, a glob on the target, an optional glob on the tool.
-#[napi(object)]
-#[derive(Debug, Clone)]
-pub struct Rule {
-    /// The action kind's wire name.
-    pub kind: String,
-    /// `allow`, `ask` or `deny`.
-    #[napi(ts_type = "Effect")]
-    pub effect: String,
-    /// The glob on the target.
-    pub pattern: String,
-    /// The optional glob on the tool name.
-    pub tool: Option<String>,
-}
-
-impl From<RuleRecord> for Rule {
-    fn from(r: RuleRecord) -> Self {
-        Rule {
-            kind: r.kind,
-            effect: r.effect.as_str().to_owned(),
-            pattern: r.pattern,
-            tool: r.tool,
-        }
-    }
-}
-
-/// The verdict of an action: the effect enforced, the deciding rule (null when a default
-/// decided), the deciding layer, and a machine-readable reason.
-#[napi(object)]
-#[derive(Debug, Clone)]
-pub struct Verdict {
-    /// The effect enforced.
-    #[napi(ts_type = "Effect")]
-    pub effect: String,
-    /// The deciding rule, or null when a default decided.
-    #[napi(ts_type = "Rule | null")]
-    pub rule: Either<Rule, Null>,
-    /// The deciding layer (`defaults`, a cap's name, `target`, `shell`, or a layer name).
-    pub layer: String,
-    /// The machine-readable reason (`deny_rule`, `default`, ...).
-    pub reason: String,
-}
-
-impl From<VerdictRecord> for Verdict {
-    fn from(v: VerdictRecord) -> Self {
-        Verdict {
-            effect: v.effect.as_str().to_owned(),
-            rule: v.rule.map_or(Either::B(Null), |r| Either::A(Rule::from(r))),
-            layer: v.layer,
-            reason: v.reason,
-        }
-    }
-}
+use crate::error::{OrThrow, record};
 
 /// One action of a batch.
 #[napi(object)]
@@ -77,10 +23,10 @@ pub struct Action {
     pub tool: Option<String>,
 }
 
-/// Options of `Policy.default`.
+/// Options of `Policy.tiered`.
 #[napi(object)]
 #[derive(Debug, Clone, Default)]
-pub struct DefaultOptions {
+pub struct TieredOptions {
     /// A test binary allowed for exec.
     pub test_binary: Option<String>,
     /// A provider host allowed for network.
@@ -96,12 +42,6 @@ pub struct RuleOptions {
     /// Put the rule in a new layer of this name.
     pub layer: Option<String>,
 }
-
-/// The field separator of `explain_flat` (ASCII unit separator).
-const SEP: char = '\u{1f}';
-
-/// The action separator of `check_batch_flat` (ASCII record separator).
-const RS: char = '\u{1e}';
 
 fn bad_action(env: &Env, i: usize) -> napi::Error {
     crate::error::js_error(
@@ -166,12 +106,12 @@ impl Policy {
         PolicyHandle::from_file(&path).map(wrap).or_throw(&env)
     }
 
-    /// The tiered default policy: reads allowed, writes and execs ask (`rustc` and
-    /// `testBinary` allowed), network denied (`providerHost` allowed), secrets denied.
-    #[napi(factory, js_name = "default")]
-    pub fn default_tiered(env: Env, options: Option<DefaultOptions>) -> napi::Result<Self> {
+    /// The tiered policy: reads allowed, writes and execs ask (`rustc` and `testBinary`
+    /// allowed), network denied (`providerHost` allowed), secrets denied.
+    #[napi(factory)]
+    pub fn tiered(env: Env, options: Option<TieredOptions>) -> napi::Result<Self> {
         let o = options.unwrap_or_default();
-        PolicyHandle::default_tiered(o.test_binary, o.provider_host)
+        PolicyHandle::tiered(o.test_binary, o.provider_host)
             .map(wrap)
             .or_throw(&env)
     }
@@ -268,46 +208,22 @@ impl Policy {
     }
 
     /// The verdict of an action: effect, deciding rule and layer, reason.
-    #[napi(ts_args_type = "kind: ActionKind, target: string, tool?: string | null")]
+    #[napi(
+        ts_args_type = "kind: ActionKind, target: string, tool?: string | null",
+        ts_return_type = "Verdict"
+    )]
     pub fn explain(
         &self,
         env: Env,
         kind: String,
         target: String,
         tool: Option<String>,
-    ) -> napi::Result<Verdict> {
-        self.handle
-            .explain(&kind, &target, tool.as_deref())
-            .map(Verdict::from)
-            .or_throw(&env)
-    }
-
-    /// `explain` as one string of `\u{1f}`-separated fields `effect, layer, reason[, ruleKind,
-    /// ruleEffect, rulePattern[, ruleTool]]`: `index.js` builds the `Verdict` object from it in
-    /// JavaScript. One string crosses instead of an object built property by property through
-    /// N-API, which is what keeps `explain` within the per-call budget (docs/bindings-node.md).
-    /// A field that contains the separator itself gets the `Verdict` object instead.
-    #[napi(skip_typescript)]
-    pub fn explain_flat(
-        &self,
-        env: Env,
-        kind: String,
-        target: String,
-        tool: Option<String>,
-    ) -> napi::Result<Either<String, Verdict>> {
-        match self
+    ) -> napi::Result<Value> {
+        let v = self
             .handle
-            .explain_flat(&kind, &target, tool.as_deref())
-            .or_throw(&env)?
-        {
-            Some(flat) => Ok(Either::A(flat)),
-            None => Ok(Either::B(
-                self.handle
-                    .explain(&kind, &target, tool.as_deref())
-                    .or_throw(&env)?
-                    .into(),
-            )),
-        }
+            .explain(&kind, &target, tool.as_deref())
+            .or_throw(&env)?;
+        record(&env, &v)
     }
 
     /// The effects of many actions, in order. An unknown kind fails the whole batch, naming the
@@ -343,41 +259,6 @@ impl Policy {
         }
         let effects = self.handle.check_batch(&records).or_throw(&env)?;
         Ok(effects.into_iter().map(effect_str).collect())
-    }
-
-    /// `checkBatch` over one string: actions separated by `\u{1e}`, each `kind\u{1f}target`
-    /// or `kind\u{1f}target\u{1f}tool`; answers one letter per action (`a` allow, `k` ask,
-    /// `d` deny). `index.js` encodes and decodes it: one string crosses instead of an array of
-    /// objects read element by element through N-API.
-    #[napi(skip_typescript)]
-    pub fn check_batch_flat(&self, env: Env, text: String) -> napi::Result<String> {
-        let mut records = Vec::new();
-        if !text.is_empty() {
-            for (i, action) in text.split(RS).enumerate() {
-                let mut fields = action.split(SEP);
-                let (Some(kind), Some(target)) = (fields.next(), fields.next()) else {
-                    return Err(bad_action(&env, i));
-                };
-                let tool = fields.next().map(str::to_owned);
-                if fields.next().is_some() {
-                    return Err(bad_action(&env, i));
-                }
-                records.push(ActionRecord {
-                    kind: kind.to_owned(),
-                    target: target.to_owned(),
-                    tool,
-                });
-            }
-        }
-        let effects = self.handle.check_batch(&records).or_throw(&env)?;
-        Ok(effects
-            .into_iter()
-            .map(|e| match e {
-                Effect::Allow => 'a',
-                Effect::Ask => 'k',
-                Effect::Deny => 'd',
-            })
-            .collect())
     }
 
     /// The lint findings (`turngate lint`): `{code, severity, path, layer, rule, by?, message}`

@@ -2,7 +2,7 @@
 // package as a TypeScript user calls it. Never run.
 import { Policy, Gate, Store, Approver, Broker, PolicyError, TurnGateError, PermissionDeniedError, resolve, probePlatform, type Verdict, type Effect } from '../index.js'
 async function main() {
-  const p = Policy.default({ providerHost: 'api.example.com' })
+  const p = Policy.tiered({ providerHost: 'api.example.com' })
   const e: Effect = p.check('file_read', 'x')
   const v: Verdict = p.explain('file_read', 'x')
   const snap = resolve({ mode: 'supervised' }, { workspace_root: '/w', execution_backend: 'native', platform: probePlatform() })

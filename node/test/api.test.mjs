@@ -8,26 +8,18 @@ import { readFileSync } from 'node:fs'
 import * as turngate from '../index.mjs'
 import cjs from '../index.js'
 
-test('explain (built in JavaScript) equals the addon object conversion on every policy vector', () => {
-  const doc = JSON.parse(readFileSync(new URL('../../tests/conformance/policy.json', import.meta.url), 'utf8'))
-  const p = turngate.Policy.default().rule('file_write', 'deny', 'x/**', { tool: 'ed*', layer: 'extra' })
-  const cases = doc.vectors.map((v) => v.action).concat([{ kind: 'file_write', target: 'x/y', tool: 'edit' }])
-  for (const a of cases) assert.deepEqual(p.explain(a.kind, a.target, a.tool), p.explainNative(a.kind, a.target, a.tool))
-  // A field containing the flat form's separator falls back to the object conversion.
-  const odd = turngate.Policy.default().rule('file_write', 'deny', 'odd\u001f/**', { layer: 'l\u001f' })
-  const v = odd.explain('file_write', 'odd\u001f/a')
-  assert.deepEqual(v, { effect: 'deny', rule: { kind: 'file_write', effect: 'deny', pattern: 'odd\u001f/**' }, layer: 'l\u001f', reason: 'deny_rule' })
+test('explain is the Verdict record: a Rule object or null, every field present', () => {
+  const p = turngate.Policy.tiered().rule('file_write', 'deny', 'x/**', { tool: 'ed*', layer: 'extra' })
+  assert.deepEqual(p.explain('file_write', 'x/y', 'edit'), { effect: 'deny', rule: { kind: 'file_write', effect: 'deny', pattern: 'x/**', tool: 'ed*' }, layer: 'extra', reason: 'deny_rule' })
+  const odd = turngate.Policy.tiered().rule('file_write', 'deny', 'odd\u001f/**', { layer: 'l\u001f' })
+  assert.deepEqual(odd.explain('file_write', 'odd\u001f/a'), { effect: 'deny', rule: { kind: 'file_write', effect: 'deny', pattern: 'odd\u001f/**', tool: null }, layer: 'l\u001f', reason: 'deny_rule' })
 })
 
 test('checkBatch takes tuples and objects, and names a malformed action', () => {
-  const p = turngate.Policy.default()
+  const p = turngate.Policy.tiered()
   assert.deepEqual(p.checkBatch([['file_read', 'config/.env'], ['file_read', 'src/a.rs', null], { kind: 'network', target: 'x:1' }]), ['deny', 'allow', 'deny'])
   assert.throws(() => p.checkBatch([['file_read']]), (e) => e instanceof turngate.InvalidInputError && /actions\[0\]/.test(e.message))
   assert.deepEqual(p.checkBatch([]), [])
-  // The flat encoding and the addon's array conversion agree, separators in fields included.
-  const odd = [['file_read', 'a\u001fb'], ['file_write', 'src/x.rs', 'ed\u001eit']]
-  const plain = [['file_read', 'config/.env'], { kind: 'shell_command', target: 'rm -rf /', tool: 'bash' }, ['network', 'example.com:443']]
-  for (const batch of [odd, plain, [...plain, ...odd]]) assert.deepEqual(p.checkBatch(batch), p.checkBatchNative(batch))
   assert.throws(() => p.checkBatch([['nope', 'x']]), (e) => e instanceof turngate.InvalidInputError && /actions\[0\]\.kind/.test(e.message))
 })
 
@@ -47,7 +39,7 @@ test('builders return new policies; serialization round-trips', () => {
 test('a policy file parse error names the field, line and column', () => {
   assert.throws(
     () => turngate.Policy.fromToml('[[layers]]\nname = 3\n', 'team.toml'),
-    (e) => e instanceof turngate.PolicyError && e.code === 'Policy' && e.line === 2 && typeof e.path === 'string' && /team\.toml/.test(e.message),
+    (e) => e instanceof turngate.PolicyError && e.code === 'ERR_TURNGATE_POLICY' && e.line === 2 && typeof e.path === 'string' && /team\.toml/.test(e.message),
   )
 })
 
@@ -88,4 +80,13 @@ test('store.replay(policy) lists the recorded decisions a candidate flips; repla
   assert.deepEqual(report.flips.map((f) => [f.target, f.before, f.after, f.layer]), [['/w/b.log', 'allow', 'deny', 'logs']])
   assert.equal((await store.replay('t')).length, 2)
   assert.deepEqual(candidate.lint(), [])
+})
+
+test('classes need new; errors carry ERR_TURNGATE_* codes', () => {
+  assert.throws(() => turngate.Policy(), TypeError)
+  assert.throws(() => cjs.Gate('t', {}, {}), TypeError)
+  assert.ok(new turngate.Policy() instanceof turngate.Policy)
+  assert.ok(turngate.Policy.tiered() instanceof turngate.Policy)
+  assert.throws(() => turngate.Policy.tiered().check('file_reed', 'x'), (e) => e instanceof turngate.PolicyError && e.code === 'ERR_TURNGATE_POLICY')
+  assert.throws(() => turngate.Policy.tiered().explain('file_read', 'x', 3), Error)
 })

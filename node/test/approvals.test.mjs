@@ -37,7 +37,7 @@ test('an allowed read never reaches the approver; an ask does, with the request 
     assert.equal(asks.length, 0)
     const write = await gate.authorize({ kind: 'file_write', target: 'a.txt', tool: 'edit' })
     assert.equal(write.outcome, 'allowed')
-    assert.equal(write.action.target, path.join(dir, 'a.txt'))
+    assert.equal(write.target, path.join(dir, 'a.txt'))
     assert.equal(asks.length, 1)
     assert.equal(asks[0].action.kind, 'file_write')
     assert.equal(asks[0].request.tool_name, 'edit')
@@ -59,8 +59,8 @@ test('an async approver answers; "deny" and false deny; a rejection is a denial 
     assert.equal((await gate.authorize({ kind: 'file_write', target: 'a.txt' })).outcome, 'denied')
     const rejected = await gate.authorize({ kind: 'file_write', target: 'a.txt' })
     assert.equal(rejected.outcome, 'denied')
-    assert.match(rejected.denial.reason, /no writes on Fridays/)
-    assert.match(rejected.denial.toolResult, /no writes on Fridays/)
+    assert.match(rejected.reason, /no writes on Fridays/)
+    assert.match(rejected.toolResult, /no writes on Fridays/)
   } finally {
     cleanup()
   }
@@ -75,7 +75,7 @@ test('a throwing approver is a denial with the error message', async () => {
   try {
     const r = await gate.authorize({ kind: 'file_write', target: 'a.txt' })
     assert.equal(r.outcome, 'denied')
-    assert.match(r.denial.reason, /approver crashed/)
+    assert.match(r.reason, /approver crashed/)
   } finally {
     cleanup()
   }
@@ -115,7 +115,7 @@ test('a never-settling approver leaves the request pending and the event loop se
     // Other calls of the same turn are not blocked by the pending one.
     assert.equal((await gate.authorize({ kind: 'file_read', target: 'a.txt' })).outcome, 'allowed')
     gate.close()
-    await assert.rejects(pending, (e) => e instanceof turngate.ApprovalError && e.code === 'Approval')
+    await assert.rejects(pending, (e) => e instanceof turngate.ApprovalError && e.code === 'ERR_TURNGATE_APPROVAL')
   } finally {
     cleanup()
   }
@@ -164,11 +164,11 @@ test('a broker approver: a client follows notifications and answers allow_for_tu
 })
 
 test('errors are TurnGateError subclasses with the facade variant as code', async () => {
-  assert.throws(() => turngate.Policy.mode('yolo'), (e) => e instanceof turngate.PolicyError && e instanceof turngate.TurnGateError && e.code === 'Policy')
-  const broker = new turngate.Broker(turngate.Policy.default())
-  assert.throws(() => broker.respond('nope', 'allow_once'), (e) => e instanceof turngate.ApprovalError && e.code === 'Approval')
-  assert.throws(() => broker.respond('nope', 'maybe'), (e) => e instanceof turngate.InvalidInputError && e.code === 'Invalid')
-  await assert.rejects(turngate.Store.open('/proc/nonexistent/dir/audit.db'), (e) => e instanceof turngate.StoreError && e.code === 'Store')
+  assert.throws(() => turngate.Policy.mode('yolo'), (e) => e instanceof turngate.PolicyError && e instanceof turngate.TurnGateError && e.code === 'ERR_TURNGATE_POLICY')
+  const broker = new turngate.Broker(turngate.Policy.tiered())
+  assert.throws(() => broker.respond('nope', 'allow_once'), (e) => e instanceof turngate.ApprovalError && e.code === 'ERR_TURNGATE_APPROVAL')
+  assert.throws(() => broker.respond('nope', 'maybe'), (e) => e instanceof turngate.InvalidInputError && e.code === 'ERR_TURNGATE_INVALID_INPUT')
+  await assert.rejects(turngate.Store.open('/proc/nonexistent/dir/audit.db'), (e) => e instanceof turngate.StoreError && e.code === 'ERR_TURNGATE_STORE')
   assert.throws(
     () => turngate.resolve({ mode: 'supervised', source: 'composer' }, { workspace_root: 'relative/path', execution_backend: 'native', platform: PLATFORM }),
     (e) => e instanceof turngate.SnapshotError && e.snapshotCode === 'invalid_path',

@@ -54,7 +54,7 @@ test('a deferral persisted by one Node process is resumed by another', async () 
     const gate = new turngate.Gate('turn-a', snapshot(ws), { store })
     const auth = await gate.resume(request.id, { decision: 'approve' })
     assert.equal(auth.outcome, 'allowed')
-    assert.deepEqual(auth.action, { kind: 'file_write', target: path.join(ws, 'report.md'), tool: 'write_file' })
+    assert.deepEqual({ kind: auth.kind, target: auth.target, tool: auth.tool }, { kind: 'file_write', target: path.join(ws, 'report.md'), tool: 'write_file' })
     assert.deepEqual(await store.pendingApprovals(), [])
     // The resume spent the allow_once approval: a second one (whatever it decides) rejects, so
     // the write cannot happen twice.

@@ -59,7 +59,7 @@ test('a denied call never runs the function and returns the text a model can ada
     await assert.rejects(strict(outside), (e) => {
       assert.ok(e instanceof turngate.PermissionDeniedError)
       assert.ok(e instanceof turngate.TurnGateError)
-      assert.equal(e.code, 'PermissionDenied')
+      assert.equal(e.code, 'ERR_TURNGATE_PERMISSION_DENIED')
       assert.equal(e.outcome, 'denied')
       assert.equal(e.kind, 'file_write')
       assert.equal(e.target, outside)

@@ -17,7 +17,7 @@ use turngate_ffi::approver::{
 };
 use turngate_ffi::{ActionRecord, RuleRecord};
 
-use crate::{InvalidInput, PyRule, to_py};
+use crate::{InvalidInput, to_py};
 
 /// The event loop async approvers run on: the one the gate was last awaited from.
 pub(crate) type LoopSlot = Arc<Mutex<Option<Py<PyAny>>>>;
@@ -69,16 +69,6 @@ fn action_arg(obj: &Bound<'_, PyAny>) -> PyResult<ActionRecord> {
 }
 
 fn rule_arg(i: usize, obj: &Bound<'_, PyAny>) -> PyResult<RuleRecord> {
-    if let Ok(r) = obj.cast::<PyRule>() {
-        let r = r.get();
-        return turngate_ffi::approver::rule_record(
-            &r.kind,
-            r.effect,
-            &r.pattern,
-            r.tool.as_deref(),
-        )
-        .map_err(|e| InvalidInput::new_err(format!("remember[{i}]: {}", e.message())));
-    }
     if let Ok(d) = obj.cast::<PyDict>() {
         let get = |k: &str| -> PyResult<Option<String>> {
             d.get_item(k)?

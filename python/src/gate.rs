@@ -1,156 +1,26 @@
-//! The gate, the store, the broker and the checkers for Python. Each method converts its
-//! arguments to facade records, runs the facade (async work on the extension's runtime, the
-//! GIL released), and converts the result to Python objects. Nothing here decides anything.
+//! The gate of one turn for Python (`Gate`) and its results (`SpawnResult`, opened files,
+//! the `Authorization` dict). Nothing here decides anything.
 
 use std::sync::{Arc, Mutex};
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyString};
 use serde_json::Value;
-use turngate_ffi::check::{
-    self as ffi_check, FileCheckRecord, NetworkCheckRecord, NetworkResolutionRecord,
-    SpawnPlanRecord, SpawnPlanRequest,
-};
 use turngate_ffi::gate::ProcessOutcomeRecord;
 use turngate_ffi::{
-    ApproverHandle, AuthorizationRecord, BrokerHandle, DecisionRecord, DenialRecord, GateHandle,
-    InvocationRecord, OpenRecord, PendingHandle, SpawnRecord, StoreHandle, SubscriptionHandle,
+    ApproverHandle, AuthorizationRecord, DecisionRecord, DenialRecord, GateHandle,
+    InvocationRecord, OpenRecord, SpawnRecord,
 };
 
 use crate::aio::{Done, awaitable, blocking, running_loop};
 use crate::approver::{LoopSlot, PyApprover, decision_of};
-use crate::{IntoPy, InvalidInput, PermissionDenied, PyPolicy, PyRule, PyVerdict, from_py, to_py};
-
-fn json_out(py: Python<'_>, v: Value) -> PyResult<Py<PyAny>> {
-    Ok(to_py(py, &v)?.unbind())
-}
-
-// ---- records as Python objects --------------------------------------------------------------
-
-/// What the gate decided for one call. `outcome` is `"allowed"`, `"denied"` or `"deferred"`;
-/// truthy only when allowed. A denial or a deferral carries `reason` and `tool_result` (the
-/// text to hand the model, worded by the core); a deferral also carries `request` (the
-/// persisted `TurnPermissionApprovalRequest`).
-#[pyclass(frozen, module = "turngate", name = "Authorization")]
-pub(crate) struct PyAuthorization {
-    #[pyo3(get)]
-    outcome: &'static str,
-    #[pyo3(get)]
-    kind: String,
-    #[pyo3(get)]
-    target: String,
-    #[pyo3(get)]
-    tool: Option<String>,
-    #[pyo3(get)]
-    verdict: Option<PyVerdict>,
-    #[pyo3(get)]
-    cached_approval: bool,
-    #[pyo3(get)]
-    remember: Vec<PyRule>,
-    #[pyo3(get)]
-    reason: Option<String>,
-    #[pyo3(get)]
-    tool_result: Option<String>,
-    #[pyo3(get)]
-    request: Option<Py<PyAny>>,
-}
-
-#[pymethods]
-impl PyAuthorization {
-    /// True when the action may run.
-    #[getter]
-    fn allowed(&self) -> bool {
-        self.outcome == "allowed"
-    }
-
-    fn __bool__(&self) -> bool {
-        self.allowed()
-    }
-
-    fn __repr__(&self) -> String {
-        match &self.reason {
-            Some(r) => format!(
-                "Authorization({}, {} {:?}: {r})",
-                self.outcome, self.kind, self.target
-            ),
-            None => format!(
-                "Authorization({}, {} {:?})",
-                self.outcome, self.kind, self.target
-            ),
-        }
-    }
-}
-
-fn denial_auth(d: DenialRecord) -> PyAuthorization {
-    PyAuthorization {
-        outcome: "denied",
-        kind: d.kind,
-        target: d.target,
-        tool: d.tool,
-        verdict: d.verdict.map(PyVerdict::from),
-        cached_approval: false,
-        remember: Vec::new(),
-        reason: Some(d.reason),
-        tool_result: Some(d.tool_result),
-        request: None,
-    }
-}
-
-fn deferred_auth(
-    py: Python<'_>,
-    request: &Value,
-    reason: String,
-    tool_result: String,
-) -> PyResult<PyAuthorization> {
-    let text = |k: &str| request.get(k).and_then(Value::as_str).map(str::to_owned);
-    Ok(PyAuthorization {
-        outcome: "deferred",
-        kind: text("action_kind").unwrap_or_default(),
-        target: request
-            .pointer("/details/target")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        tool: text("tool_name"),
-        verdict: None,
-        cached_approval: false,
-        remember: Vec::new(),
-        reason: Some(reason),
-        tool_result: Some(tool_result),
-        request: Some(to_py(py, request)?.unbind()),
-    })
-}
+use crate::broker::PyBroker;
+use crate::store::PyStore;
+use crate::{IntoPy, InvalidInput, PermissionDenied, from_py, record, to_py};
 
 fn auth_out(py: Python<'_>, a: AuthorizationRecord) -> PyResult<Py<PyAny>> {
-    let auth = match a {
-        AuthorizationRecord::Allowed {
-            kind,
-            target,
-            tool,
-            verdict,
-            cached_approval,
-            remember,
-        } => PyAuthorization {
-            outcome: "allowed",
-            kind,
-            target,
-            tool,
-            verdict: Some(verdict.into()),
-            cached_approval,
-            remember: remember.into_iter().map(PyRule::from).collect(),
-            reason: None,
-            tool_result: None,
-            request: None,
-        },
-        AuthorizationRecord::Denied(d) => denial_auth(d),
-        AuthorizationRecord::Deferred {
-            request,
-            reason,
-            tool_result,
-        } => deferred_auth(py, &request, reason, tool_result)?,
-    };
-    Ok(Py::new(py, auth)?.into_any())
+    record(py, &a)
 }
 
 /// What `Gate.spawn` did: `outcome` is `"ran"`, `"denied"` or `"deferred"`. A run carries
@@ -302,394 +172,6 @@ fn open_write_out(py: Python<'_>, o: OpenRecord) -> PyResult<Py<PyAny>> {
     open_out(py, o, "wb")
 }
 
-fn verdict_obj(py: Python<'_>, v: turngate_ffi::VerdictRecord) -> PyResult<Bound<'_, PyAny>> {
-    Ok(Py::new(py, PyVerdict::from(v))?.into_bound(py).into_any())
-}
-
-fn network_dict<'py>(py: Python<'py>, c: NetworkCheckRecord) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("verdict", verdict_obj(py, c.verdict)?)?;
-    d.set_item("host", c.host)?;
-    d.set_item("port", c.port)?;
-    d.set_item("host_port", c.host_port)?;
-    d.set_item("scheme", c.scheme)?;
-    d.set_item("address_class", c.address_class)?;
-    Ok(d)
-}
-
-fn resolution_dict<'py>(
-    py: Python<'py>,
-    r: NetworkResolutionRecord,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = network_dict(py, r.check)?;
-    d.set_item("addrs", r.addrs)?;
-    Ok(d)
-}
-
-fn file_dict<'py>(py: Python<'py>, c: FileCheckRecord) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("verdict", verdict_obj(py, c.verdict)?)?;
-    d.set_item("lexical", c.lexical)?;
-    d.set_item("resolved", c.resolved)?;
-    d.set_item("root", c.root)?;
-    Ok(d)
-}
-
-fn env_dict<'py>(
-    py: Python<'py>,
-    env: turngate_ffi::check::FilteredEnvRecord,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    let vars = PyList::empty(py);
-    for (n, v) in env.vars {
-        vars.append((PyBytes::new(py, &n), PyBytes::new(py, &v)))?;
-    }
-    d.set_item("vars", vars)?;
-    let dropped = PyList::empty(py);
-    for x in env.dropped {
-        let e = PyDict::new(py);
-        e.set_item("name", x.name)?;
-        e.set_item("reason", x.reason)?;
-        dropped.append(e)?;
-    }
-    d.set_item("dropped", dropped)?;
-    Ok(d)
-}
-
-fn plan_dict<'py>(py: Python<'py>, p: SpawnPlanRecord) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("verdict", verdict_obj(py, p.verdict)?)?;
-    d.set_item("argv", p.argv)?;
-    d.set_item("cwd", p.cwd)?;
-    d.set_item("env", env_dict(py, p.env)?)?;
-    d.set_item("timeout_ms", p.timeout_ms)?;
-    d.set_item("inherit_stdin", p.inherit_stdin)?;
-    d.set_item("new_session", p.new_session)?;
-    d.set_item("sandbox_required", p.sandbox_required)?;
-    let commands = PyList::empty(py);
-    for c in p.commands {
-        let e = PyDict::new(py);
-        e.set_item("program", c.program)?;
-        e.set_item("args", c.args)?;
-        e.set_item("verdict", verdict_obj(py, c.verdict)?)?;
-        commands.append(e)?;
-    }
-    d.set_item("commands", commands)?;
-    d.set_item("unresolved", p.unresolved)?;
-    Ok(d)
-}
-
-// ---- the store ------------------------------------------------------------------------------
-
-/// The durable audit and approval store (a SQLite file), shared by gates and clients.
-#[pyclass(frozen, module = "turngate", name = "Store")]
-pub(crate) struct PyStore {
-    pub(crate) handle: Arc<StoreHandle>,
-}
-
-#[pymethods]
-impl PyStore {
-    /// Open (creating if needed) the store at `path`.
-    #[new]
-    fn new(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
-        let path = path.to_string_lossy().into_owned();
-        py.detach(|| StoreHandle::open(&path))
-            .map(|handle| PyStore { handle })
-            .py_err(py)
-    }
-
-    /// The store's file.
-    #[getter]
-    fn path(&self) -> String {
-        self.handle.path()
-    }
-
-    /// Append a `TurnPermissionAuditEvent` dict; returns its seq.
-    fn append(&self, py: Python<'_>, event: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let event = from_py(event, "event")?;
-        let h = &self.handle;
-        py.detach(|| h.append(event)).py_err(py)
-    }
-
-    /// `replay(turn_id)`: the events of `turn_id`, in seq order (`TurnPermissionAuditEvent`
-    /// dicts). `replay(policy, turn=None, since=None, workspace=None)`: re-decide every
-    /// recorded decision under `policy` as a candidate (`turngate replay`), and return the
-    /// report `{"decisions", "flips": [...]}` of the decisions that flip.
-    #[pyo3(signature = (what, turn=None, since=None, workspace=None))]
-    fn replay<'py>(
-        &self,
-        py: Python<'py>,
-        what: &Bound<'py, PyAny>,
-        turn: Option<String>,
-        since: Option<String>,
-        workspace: Option<String>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let h = &self.handle;
-        if let Ok(policy) = what.cast::<crate::PyPolicy>() {
-            let policy = policy.get().handle.clone();
-            let options = serde_json::json!({"turn": turn, "since": since, "workspace": workspace});
-            let options = Value::Object(
-                options
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .filter(|(_, v)| !v.is_null())
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            );
-            let v = py.detach(|| h.replay_policy(&policy, options)).py_err(py)?;
-            return to_py(py, &v);
-        }
-        let turn_id: String = what.extract()?;
-        let v = py.detach(|| h.replay(&turn_id)).py_err(py)?;
-        to_py(py, &v)
-    }
-
-    /// Every turn id with events, oldest first.
-    fn turns(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        let h = &self.handle;
-        py.detach(|| h.turns()).py_err(py)
-    }
-
-    /// Every stored approval without a resolution (`{"request", "action"}`), oldest first.
-    fn pending_approvals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let h = &self.handle;
-        let v = py.detach(|| h.pending_approvals()).py_err(py)?;
-        to_py(py, &v)
-    }
-
-    /// The stored approval `request_id` (`{"request", "action", "resolution"?}`), or None.
-    fn approval<'py>(&self, py: Python<'py>, request_id: &str) -> PyResult<Bound<'py, PyAny>> {
-        let h = &self.handle;
-        match py.detach(|| h.approval(request_id)).py_err(py)? {
-            Some(v) => to_py(py, &v),
-            None => Ok(py.None().into_bound(py)),
-        }
-    }
-
-    /// Record a resolution for a stored approval (first one wins); returns
-    /// `{"resolution", "reason", "applied"}`. This only records: `Gate.resume` re-checks and
-    /// decides the action.
-    #[pyo3(signature = (request_id, resolution, reason="responder"))]
-    fn resolve<'py>(
-        &self,
-        py: Python<'py>,
-        request_id: &str,
-        resolution: &str,
-        reason: &str,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        let h = &self.handle;
-        let r = py
-            .detach(|| h.resolve(request_id, resolution, reason))
-            .py_err(py)?;
-        let d = PyDict::new(py);
-        d.set_item("resolution", r.resolution)?;
-        d.set_item("reason", r.reason)?;
-        d.set_item("applied", r.applied)?;
-        Ok(d)
-    }
-
-    fn __repr__(&self) -> String {
-        format!("Store({:?})", self.handle.path())
-    }
-}
-
-// ---- the broker -----------------------------------------------------------------------------
-
-/// The approval broker: routes asks to whoever responds and publishes notifications.
-#[pyclass(frozen, module = "turngate", name = "Broker")]
-pub(crate) struct PyBroker {
-    pub(crate) handle: Arc<BrokerHandle>,
-}
-
-/// An async iterator of approval notifications (`{"method", "params"}` dicts). It ends when
-/// the broker closes or `cancel()` is called; dropping it cancels it.
-#[pyclass(frozen, module = "turngate", name = "Subscription")]
-pub(crate) struct PySubscription {
-    handle: Arc<SubscriptionHandle>,
-}
-
-async fn next_notification(sub: Arc<SubscriptionHandle>) -> Done<Value> {
-    match sub.next().await {
-        Ok(Some(v)) => Done::Value(v),
-        Ok(None) => Done::End,
-        Err(e) => Done::Error(e),
-    }
-}
-
-#[pymethods]
-impl PySubscription {
-    fn __aiter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable(
-            py,
-            "Subscription.__anext__",
-            next_notification(Arc::clone(&self.handle)),
-            json_out,
-        )
-    }
-
-    /// The next queued notification, or None without waiting.
-    fn try_next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        match self.handle.try_next().py_err(py)? {
-            Some(v) => to_py(py, &v),
-            None => Ok(py.None().into_bound(py)),
-        }
-    }
-
-    /// End the subscription.
-    fn cancel(&self) {
-        self.handle.cancel();
-    }
-}
-
-/// A request opened on a broker; `await wait()` gives its `ApprovalOutcome` dict.
-#[pyclass(frozen, module = "turngate", name = "PendingApproval")]
-pub(crate) struct PyPending {
-    handle: Arc<PendingHandle>,
-}
-
-async fn wait_pending(p: Arc<PendingHandle>) -> Done<Value> {
-    p.wait().await.into()
-}
-
-#[pymethods]
-impl PyPending {
-    /// The request as opened.
-    #[getter]
-    fn request<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.handle.request())
-    }
-
-    /// Wait for the outcome (awaitable).
-    fn wait<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable(
-            py,
-            "PendingApproval.wait",
-            wait_pending(Arc::clone(&self.handle)),
-            json_out,
-        )
-    }
-}
-
-fn action_record(obj: &Bound<'_, PyAny>) -> PyResult<turngate_ffi::ActionRecord> {
-    if let Ok((kind, target, tool)) = obj.extract::<(String, String, Option<String>)>() {
-        return Ok(turngate_ffi::ActionRecord { kind, target, tool });
-    }
-    if let Ok((kind, target)) = obj.extract::<(String, String)>() {
-        return Ok(turngate_ffi::ActionRecord {
-            kind,
-            target,
-            tool: None,
-        });
-    }
-    let v = from_py(obj, "action")?;
-    let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-    match (text("kind"), text("target")) {
-        (Some(kind), Some(target)) => Ok(turngate_ffi::ActionRecord {
-            kind,
-            target,
-            tool: text("tool"),
-        }),
-        _ => Err(InvalidInput::new_err(
-            "action: expected a (kind, target[, tool]) tuple or a dict with kind and target",
-        )),
-    }
-}
-
-#[pymethods]
-impl PyBroker {
-    /// A broker that re-checks allows against `policy` (a gate attached to it re-checks
-    /// against its snapshot's policy for its turn).
-    #[new]
-    fn new(policy: &Bound<'_, PyPolicy>) -> Self {
-        PyBroker {
-            handle: BrokerHandle::new(&policy.get().handle),
-        }
-    }
-
-    /// Subscribe to notifications from now on (an async iterator).
-    fn subscribe(&self) -> PySubscription {
-        PySubscription {
-            handle: Arc::new(self.handle.subscribe()),
-        }
-    }
-
-    /// Open a `TurnPermissionApprovalRequest` dict for `action` (a `(kind, target[, tool])`
-    /// tuple or dict); it expires after `timeout_ms`.
-    #[pyo3(signature = (request, action, timeout_ms=None))]
-    fn open(
-        &self,
-        py: Python<'_>,
-        request: &Bound<'_, PyAny>,
-        action: &Bound<'_, PyAny>,
-        timeout_ms: Option<u64>,
-    ) -> PyResult<PyPending> {
-        let request = from_py(request, "request")?;
-        let action = action_record(action)?;
-        self.handle
-            .open(request, &action, timeout_ms)
-            .map(|p| PyPending {
-                handle: Arc::new(p),
-            })
-            .py_err(py)
-    }
-
-    /// Resolve request `id` (`allow_once`, `allow_for_turn`, `deny`, `cancelled`,
-    /// `expired`); returns `{"outcome", "applied"}`. The first resolution wins.
-    fn respond<'py>(
-        &self,
-        py: Python<'py>,
-        id: &str,
-        resolution: &str,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        let r = self.handle.respond(id, resolution).py_err(py)?;
-        let d = PyDict::new(py);
-        d.set_item("outcome", to_py(py, &r.outcome)?)?;
-        d.set_item("applied", r.applied)?;
-        Ok(d)
-    }
-
-    /// The open requests, oldest first.
-    fn pending_requests<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let v = self.handle.pending_requests().py_err(py)?;
-        to_py(py, &v)
-    }
-
-    /// The recorded outcome of request `id`, or None while it is open.
-    fn outcome<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyAny>> {
-        match self.handle.outcome(id).py_err(py)? {
-            Some(v) => to_py(py, &v),
-            None => Ok(py.None().into_bound(py)),
-        }
-    }
-
-    /// True when `scope_hash` was granted `allow_for_turn` in `turn_id`.
-    fn has_grant(&self, turn_id: &str, scope_hash: &str) -> bool {
-        self.handle.has_grant(turn_id, scope_hash)
-    }
-
-    /// Cancel the open requests of `turn_id`; returns their outcomes.
-    fn cancel_turn<'py>(&self, py: Python<'py>, turn_id: &str) -> PyResult<Bound<'py, PyAny>> {
-        let v = self.handle.cancel_turn(turn_id).py_err(py)?;
-        to_py(py, &v)
-    }
-
-    /// End `turn_id`: cancel its requests and forget its grants.
-    fn end_turn<'py>(&self, py: Python<'py>, turn_id: &str) -> PyResult<Bound<'py, PyAny>> {
-        let v = self.handle.end_turn(turn_id).py_err(py)?;
-        to_py(py, &v)
-    }
-
-    /// Close the broker: pending requests are cancelled, subscriptions end.
-    fn close(&self) {
-        self.handle.close();
-    }
-}
-
 // ---- the gate -------------------------------------------------------------------------------
 
 /// The gate of one turn: every side-effecting tool call goes through it.
@@ -723,13 +205,40 @@ fn approver_of(
     )))
 }
 
-fn invocation(
+/// The `Invocation` record of a call's keyword arguments (`tool`, `item_id`, `tool_id`, `cwd`,
+/// and whatever field the facade declares next): they cross as the record's JSON form, so an
+/// unknown keyword is refused, naming it, and a path may be any `os.PathLike`.
+fn invocation_of(
+    kind: &str,
+    target: &str,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<InvocationRecord> {
+    let mut fields = serde_json::Map::new();
+    if let Some(options) = options {
+        let os = options.py().import(intern!(options.py(), "os"))?;
+        for (k, v) in options.iter() {
+            let key: String = k.extract()?;
+            let v = if v.hasattr(intern!(options.py(), "__fspath__"))? {
+                os.call_method1(intern!(options.py(), "fspath"), (v,))?
+            } else {
+                v
+            };
+            fields.insert(key, from_py(&v, "options")?);
+        }
+    }
+    fields.insert("kind".into(), kind.into());
+    fields.insert("target".into(), target.into());
+    serde_json::from_value(Value::Object(fields))
+        .map_err(|e| InvalidInput::new_err(format!("invocation: {e}")))
+}
+
+pub(crate) fn invocation(
     kind: &str,
     target: &str,
     tool: Option<String>,
     item_id: Option<String>,
     tool_id: Option<String>,
-    cwd: Option<String>,
+    cwd: Option<std::path::PathBuf>,
 ) -> InvocationRecord {
     InvocationRecord {
         kind: kind.to_owned(),
@@ -737,7 +246,7 @@ fn invocation(
         tool,
         item_id,
         tool_id,
-        cwd,
+        cwd: cwd.map(|p| p.to_string_lossy().into_owned()),
     }
 }
 
@@ -828,49 +337,41 @@ impl PyGate {
         kind: &str,
         target: &str,
         tool: Option<String>,
-        cwd: Option<String>,
-    ) -> PyResult<(PyVerdict, String)> {
+        cwd: Option<std::path::PathBuf>,
+    ) -> PyResult<Py<PyAny>> {
         let inv = invocation(kind, target, tool, None, None, cwd);
         let e = self.handle.evaluate(&inv).py_err(py)?;
-        Ok((e.verdict.into(), e.target))
+        record(py, &e)
     }
 
     /// Decide one call (awaitable): evaluate with the checker of its kind, consult grants,
     /// ask the approver on ask, re-check its answer, record audit rows. Returns an
     /// `Authorization`.
-    #[pyo3(signature = (kind, target, *, tool=None, item_id=None, tool_id=None, cwd=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (kind, target, **options))]
     fn authorize<'py>(
         &self,
         py: Python<'py>,
         kind: &str,
         target: &str,
-        tool: Option<String>,
-        item_id: Option<String>,
-        tool_id: Option<String>,
-        cwd: Option<String>,
+        options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.remember_loop(py, "Gate.authorize")?;
-        let inv = invocation(kind, target, tool, item_id, tool_id, cwd);
+        let inv = invocation_of(kind, target, options)?;
         let fut = authorize_task(Arc::clone(&self.handle), inv);
         awaitable(py, "Gate.authorize", fut, auth_out)
     }
 
     /// `authorize`, blocking the calling thread (GIL released). An `async def` approver runs
     /// on a fresh event loop. Not from inside a running event loop.
-    #[pyo3(signature = (kind, target, *, tool=None, item_id=None, tool_id=None, cwd=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (kind, target, **options))]
     fn authorize_blocking(
         &self,
         py: Python<'_>,
         kind: &str,
         target: &str,
-        tool: Option<String>,
-        item_id: Option<String>,
-        tool_id: Option<String>,
-        cwd: Option<String>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let inv = invocation(kind, target, tool, item_id, tool_id, cwd);
+        let inv = invocation_of(kind, target, options)?;
         let fut = authorize_task(Arc::clone(&self.handle), inv);
         blocking(py, "Gate.authorize", fut, auth_out)
     }
@@ -878,18 +379,15 @@ impl PyGate {
     /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox
     /// (awaitable). Returns a `SpawnResult`; raises `SandboxUnavailable` when the snapshot
     /// requires a sandbox this platform cannot provide (nothing runs unconfined).
-    #[pyo3(signature = (command_line, *, tool=None, cwd=None, item_id=None, tool_id=None))]
+    #[pyo3(signature = (command_line, **options))]
     fn spawn<'py>(
         &self,
         py: Python<'py>,
         command_line: &str,
-        tool: Option<String>,
-        cwd: Option<String>,
-        item_id: Option<String>,
-        tool_id: Option<String>,
+        options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.remember_loop(py, "Gate.spawn")?;
-        let inv = invocation("shell_command", command_line, tool, item_id, tool_id, cwd);
+        let inv = invocation_of("shell_command", command_line, options)?;
         awaitable(
             py,
             "Gate.spawn",
@@ -899,17 +397,14 @@ impl PyGate {
     }
 
     /// `spawn`, blocking the calling thread (GIL released).
-    #[pyo3(signature = (command_line, *, tool=None, cwd=None, item_id=None, tool_id=None))]
+    #[pyo3(signature = (command_line, **options))]
     fn spawn_blocking(
         &self,
         py: Python<'_>,
         command_line: &str,
-        tool: Option<String>,
-        cwd: Option<String>,
-        item_id: Option<String>,
-        tool_id: Option<String>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let inv = invocation("shell_command", command_line, tool, item_id, tool_id, cwd);
+        let inv = invocation_of("shell_command", command_line, options)?;
         blocking(
             py,
             "Gate.spawn",
@@ -1033,10 +528,10 @@ impl PyGate {
         py: Python<'py>,
         url: &str,
         tool: Option<&str>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Py<PyAny>> {
         let h = &self.handle;
         let r = py.detach(|| h.resolve_and_check(url, tool));
-        resolution_dict(py, r)
+        record(py, &r)
     }
 
     /// Grant `scope_hash` for the rest of the turn.
@@ -1047,153 +542,4 @@ impl PyGate {
     fn __repr__(&self) -> String {
         format!("Gate({:?})", self.handle.turn_id())
     }
-}
-
-// ---- checker functions ----------------------------------------------------------------------
-
-/// Check a path with the file checker of a `TurnSandboxSnapshot` dict and `policy`; `kind` is
-/// `file_read` or `file_write`. Returns `{"verdict", "lexical", "resolved", "root"}`.
-#[pyfunction]
-#[pyo3(signature = (sandbox, policy, kind, path, tool=None))]
-pub(crate) fn check_file<'py>(
-    py: Python<'py>,
-    sandbox: &Bound<'py, PyAny>,
-    policy: &Bound<'py, PyPolicy>,
-    kind: &str,
-    path: std::path::PathBuf,
-    tool: Option<&str>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let sandbox = from_py(sandbox, "sandbox")?;
-    let policy = Arc::clone(&policy.get().handle);
-    let path = path.to_string_lossy().into_owned();
-    let c = py
-        .detach(|| ffi_check::check_file(sandbox, &policy, kind, &path, tool))
-        .py_err(py)?;
-    file_dict(py, c)
-}
-
-/// Check a network target (URL or `host[:port]`) with the network checker of a
-/// `TurnNetworkPolicySnapshot` dict and `policy`, without resolving it. Returns
-/// `{"verdict", "host", "port", "host_port", "scheme", "address_class"}`.
-#[pyfunction]
-#[pyo3(signature = (network, policy, target, tool=None))]
-pub(crate) fn check_network<'py>(
-    py: Python<'py>,
-    network: &Bound<'py, PyAny>,
-    policy: &Bound<'py, PyPolicy>,
-    target: &str,
-    tool: Option<&str>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let network = from_py(network, "network")?;
-    let c = ffi_check::check_network(network, &policy.get().handle, target, tool).py_err(py)?;
-    network_dict(py, c)
-}
-
-fn env_arg(env: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(Vec<u8>, Vec<u8>)>> {
-    let Some(env) = env.filter(|e| !e.is_none()) else {
-        return Ok(Vec::new());
-    };
-    let items = if let Ok(d) = env.cast::<PyDict>() {
-        d.items().into_any()
-    } else {
-        env.clone()
-    };
-    let mut out = Vec::new();
-    for (i, item) in items.try_iter()?.enumerate() {
-        let item = item?;
-        let os = item.py().import(intern!(item.py(), "os"))?;
-        let pair: (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
-            InvalidInput::new_err(format!("env[{i}]: expected a (name, value) pair"))
-        })?;
-        let enc = |o: &Bound<'_, PyAny>| -> PyResult<Vec<u8>> {
-            os.call_method1(intern!(o.py(), "fsencode"), (o,))?
-                .extract::<Vec<u8>>()
-                .map_err(|_| {
-                    InvalidInput::new_err(format!("env[{i}]: names and values are str or bytes"))
-                })
-        };
-        out.push((enc(&pair.0)?, enc(&pair.1)?));
-    }
-    Ok(out)
-}
-
-/// The spawn plan of a command line under a `TurnSandboxSnapshot`, a
-/// `TurnProcessPolicySnapshot` and `policy`: verdict, argv, cwd, filtered env, limits, and
-/// every simple command with its own verdict. `env` is a mapping or pairs of str or bytes.
-#[pyfunction]
-#[pyo3(signature = (sandbox, process, policy, command_line, *, cwd=None, env=None, timeout_ms=None, tool=None))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn plan_spawn<'py>(
-    py: Python<'py>,
-    sandbox: &Bound<'py, PyAny>,
-    process: &Bound<'py, PyAny>,
-    policy: &Bound<'py, PyPolicy>,
-    command_line: String,
-    cwd: Option<String>,
-    env: Option<&Bound<'py, PyAny>>,
-    timeout_ms: Option<u64>,
-    tool: Option<String>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let (sandbox, process) = (from_py(sandbox, "sandbox")?, from_py(process, "process")?);
-    let request = SpawnPlanRequest {
-        command_line,
-        cwd,
-        env: env_arg(env)?,
-        timeout_ms,
-        tool,
-    };
-    let policy = Arc::clone(&policy.get().handle);
-    let p = py
-        .detach(|| ffi_check::plan_spawn(sandbox, process, &policy, request))
-        .py_err(py)?;
-    plan_dict(py, p)
-}
-
-/// Filter an environment (a mapping or pairs of str or bytes) for a child in `cwd` under
-/// inheritance `mode` (`all`, `filtered`, `none`). Returns `{"vars": [(name, value) bytes],
-/// "dropped": [{"name", "reason"}]}`.
-#[pyfunction]
-#[pyo3(signature = (env, mode, cwd, untrusted_path_roots=Vec::new()))]
-pub(crate) fn filter_env<'py>(
-    py: Python<'py>,
-    env: &Bound<'py, PyAny>,
-    mode: &str,
-    cwd: std::path::PathBuf,
-    untrusted_path_roots: Vec<String>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let vars = env_arg(Some(env))?;
-    let e = ffi_check::filter_env(vars, mode, &cwd.to_string_lossy(), &untrusted_path_roots)
-        .py_err(py)?;
-    env_dict(py, e)
-}
-
-/// What the shell parser finds in a command line: `{"programs", "unresolved", "plain"}`.
-#[pyfunction]
-pub(crate) fn parse_command_line<'py>(py: Python<'py>, line: &str) -> PyResult<Bound<'py, PyDict>> {
-    let p = ffi_check::parse_command_line(line);
-    let d = PyDict::new(py);
-    d.set_item("programs", p.programs)?;
-    d.set_item("unresolved", p.unresolved)?;
-    d.set_item("plain", p.plain)?;
-    Ok(d)
-}
-
-/// Evaluate one call under a snapshot dict with the checker of its kind, exactly as the gate
-/// does (nothing recorded, nobody asked): returns `(verdict, canonical_target)`.
-#[pyfunction]
-#[pyo3(signature = (snapshot, kind, target, tool=None, cwd=None))]
-pub(crate) fn evaluate(
-    py: Python<'_>,
-    snapshot: &Bound<'_, PyAny>,
-    kind: &str,
-    target: &str,
-    tool: Option<String>,
-    cwd: Option<String>,
-) -> PyResult<(PyVerdict, String)> {
-    let snapshot = from_py(snapshot, "snapshot")?;
-    let inv = invocation(kind, target, tool, None, None, cwd);
-    let e = py
-        .detach(|| ffi_check::evaluate(snapshot, &inv))
-        .py_err(py)?;
-    Ok((e.verdict.into(), e.target))
 }

@@ -5,7 +5,10 @@
 
 mod aio;
 mod approver;
+mod broker;
+mod check;
 mod gate;
+mod store;
 
 use std::sync::Arc;
 
@@ -15,8 +18,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use pyo3::{create_exception, intern};
 use serde_json::Value;
 use turngate_ffi::{
-    ActionKind, ActionRecord, Effect, PolicyHandle, RuleRecord, TurnGateError, VerdictRecord,
-    parse_kind, snapshot,
+    ActionKind, ActionRecord, Effect, PolicyHandle, TurnGateError, parse_kind, snapshot,
 };
 
 create_exception!(
@@ -64,7 +66,7 @@ create_exception!(
 create_exception!(
     turngate,
     PermissionDenied,
-    TurnGateErrorPy,
+    pyo3::exceptions::PyPermissionError,
     "The gate refused an action; `reason` says why and `tool_result` is the text to hand the model."
 );
 create_exception!(
@@ -224,108 +226,17 @@ fn effect_str(py: Python<'_>, effect: Effect) -> &Bound<'_, PyString> {
 
 // ---- Policy ---------------------------------------------------------------------------------
 
-/// A rule of a policy: a kind, an effect, a glob on the target, an optional glob on the tool.
-#[pyclass(frozen, module = "turngate", name = "Rule", eq)]
-#[derive(Clone, PartialEq)]
-pub(crate) struct PyRule {
-    #[pyo3(get)]
-    pub(crate) kind: String,
-    #[pyo3(get)]
-    pub(crate) effect: &'static str,
-    #[pyo3(get)]
-    pub(crate) pattern: String,
-    #[pyo3(get)]
-    pub(crate) tool: Option<String>,
+/// A JSON value as an owned Python object.
+pub(crate) fn json_out(py: Python<'_>, v: Value) -> PyResult<Py<PyAny>> {
+    Ok(to_py(py, &v)?.unbind())
 }
 
-impl From<RuleRecord> for PyRule {
-    fn from(r: RuleRecord) -> Self {
-        PyRule {
-            kind: r.kind,
-            effect: r.effect.as_str(),
-            pattern: r.pattern,
-            tool: r.tool,
-        }
-    }
-}
-
-#[pymethods]
-impl PyRule {
-    fn __repr__(&self) -> String {
-        match &self.tool {
-            Some(t) => format!(
-                "Rule(kind={:?}, effect={:?}, pattern={:?}, tool={t:?})",
-                self.kind, self.effect, self.pattern
-            ),
-            None => format!(
-                "Rule(kind={:?}, effect={:?}, pattern={:?})",
-                self.kind, self.effect, self.pattern
-            ),
-        }
-    }
-
-    /// The rule in the policy-file format.
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("kind", &self.kind)?;
-        d.set_item("effect", self.effect)?;
-        d.set_item("pattern", &self.pattern)?;
-        if let Some(t) = &self.tool {
-            d.set_item("tool", t)?;
-        }
-        Ok(d)
-    }
-}
-
-/// The verdict of an action: the effect enforced, the deciding rule (None when a default
-/// decided), the deciding layer, and a machine-readable reason.
-#[pyclass(frozen, module = "turngate", name = "Verdict", eq)]
-#[derive(Clone, PartialEq)]
-pub(crate) struct PyVerdict {
-    #[pyo3(get)]
-    effect: &'static str,
-    #[pyo3(get)]
-    rule: Option<PyRule>,
-    #[pyo3(get)]
-    layer: String,
-    #[pyo3(get)]
-    reason: String,
-}
-
-impl From<VerdictRecord> for PyVerdict {
-    fn from(v: VerdictRecord) -> Self {
-        PyVerdict {
-            effect: v.effect.as_str(),
-            rule: v.rule.map(PyRule::from),
-            layer: v.layer,
-            reason: v.reason,
-        }
-    }
-}
-
-#[pymethods]
-impl PyVerdict {
-    fn __repr__(&self) -> String {
-        let rule = self
-            .rule
-            .as_ref()
-            .map_or_else(|| "None".to_owned(), PyRule::__repr__);
-        format!(
-            "Verdict(effect={:?}, rule={rule}, layer={:?}, reason={:?})",
-            self.effect, self.layer, self.reason
-        )
-    }
-
-    /// `{"effect", "rule", "layer", "reason"}` with `rule` the deciding pattern or None, as
-    /// `turngate check --json` prints it.
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("effect", self.effect)?;
-        d.set_item("rule", self.rule.as_ref().map(|r| r.pattern.as_str()))?;
-        d.set_item("layer", &self.layer)?;
-        d.set_item("reason", &self.reason)?;
-        Ok(d)
-    }
+/// A facade record as Python objects: its JSON form as dicts, lists and scalars, the same
+/// fields as in every language (the `.pyi` types them as TypedDicts).
+pub(crate) fn record<T: serde::Serialize>(py: Python<'_>, value: &T) -> PyResult<Py<PyAny>> {
+    let v = serde_json::to_value(value)
+        .map_err(|e| to_py_err(py, TurnGateError::invalid("result", e)))?;
+    Ok(to_py(py, &v)?.unbind())
 }
 
 /// A compiled policy. Immutable: `merge`, `contain` and the builders return new policies.
@@ -378,16 +289,16 @@ impl PyPolicy {
             .py_err(py)
     }
 
-    /// The tiered default policy: reads allowed, writes and execs ask (`rustc` and
-    /// `test_binary` allowed), network denied (`provider_host` allowed), secrets denied.
+    /// The tiered policy: reads allowed, writes and execs ask (`rustc` and `test_binary`
+    /// allowed), network denied (`provider_host` allowed), secrets denied.
     #[staticmethod]
     #[pyo3(signature = (test_binary=None, provider_host=None))]
-    fn default(
+    fn tiered(
         py: Python<'_>,
         test_binary: Option<String>,
         provider_host: Option<String>,
     ) -> PyResult<Self> {
-        PolicyHandle::default_tiered(test_binary, provider_host)
+        PolicyHandle::tiered(test_binary, provider_host)
             .map(wrap)
             .py_err(py)
     }
@@ -518,11 +429,9 @@ impl PyPolicy {
         kind: &str,
         target: &str,
         tool: Option<&str>,
-    ) -> PyResult<PyVerdict> {
-        self.handle
-            .explain(kind, target, tool)
-            .map(PyVerdict::from)
-            .py_err(py)
+    ) -> PyResult<Py<PyAny>> {
+        let v = self.handle.explain(kind, target, tool).py_err(py)?;
+        record(py, &v)
     }
 
     /// The effects of many actions, each a `(kind, target)` or `(kind, target, tool)` tuple.
@@ -736,7 +645,21 @@ fn version() -> &'static str {
 #[pymodule]
 fn _turngate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add("TurnGateError", py.get_type::<TurnGateErrorPy>())?;
+    // Each error also subclasses the builtin a Python caller would catch: the classes are made
+    // by `create_exception!` with one base, and get their second one here.
+    let base = py.get_type::<TurnGateErrorPy>();
+    base.setattr(intern!(py, "__name__"), "TurnGateError")?;
+    base.setattr(intern!(py, "__qualname__"), "TurnGateError")?;
+    let builtins = py.import(intern!(py, "builtins"))?;
+    for (class, builtin) in [
+        (py.get_type::<PolicyError>(), "ValueError"),
+        (py.get_type::<InvalidInput>(), "ValueError"),
+        (py.get_type::<PermissionDenied>(), "PermissionError"),
+    ] {
+        let bases = PyTuple::new(py, [base.as_any(), &builtins.getattr(builtin)?])?;
+        class.setattr(intern!(py, "__bases__"), bases)?;
+    }
+    m.add("TurnGateError", base)?;
     m.add("PolicyError", py.get_type::<PolicyError>())?;
     m.add("SnapshotError", py.get_type::<SnapshotError>())?;
     m.add("StoreError", py.get_type::<StoreError>())?;
@@ -746,22 +669,19 @@ fn _turngate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RunError", py.get_type::<RunError>())?;
     m.add("PermissionDenied", py.get_type::<PermissionDenied>())?;
     m.add_class::<approver::PyDecision>()?;
-    m.add_class::<gate::PyAuthorization>()?;
     m.add_class::<gate::PySpawnResult>()?;
-    m.add_class::<gate::PyStore>()?;
-    m.add_class::<gate::PyBroker>()?;
-    m.add_class::<gate::PySubscription>()?;
-    m.add_class::<gate::PyPending>()?;
+    m.add_class::<store::PyStore>()?;
+    m.add_class::<broker::PyBroker>()?;
+    m.add_class::<broker::PySubscription>()?;
+    m.add_class::<broker::PyPending>()?;
     m.add_class::<gate::PyGate>()?;
-    m.add_function(wrap_pyfunction!(gate::check_file, m)?)?;
-    m.add_function(wrap_pyfunction!(gate::check_network, m)?)?;
-    m.add_function(wrap_pyfunction!(gate::plan_spawn, m)?)?;
-    m.add_function(wrap_pyfunction!(gate::filter_env, m)?)?;
-    m.add_function(wrap_pyfunction!(gate::parse_command_line, m)?)?;
-    m.add_function(wrap_pyfunction!(gate::evaluate, m)?)?;
+    m.add_function(wrap_pyfunction!(check::check_file, m)?)?;
+    m.add_function(wrap_pyfunction!(check::check_network, m)?)?;
+    m.add_function(wrap_pyfunction!(check::plan_spawn, m)?)?;
+    m.add_function(wrap_pyfunction!(check::filter_env, m)?)?;
+    m.add_function(wrap_pyfunction!(check::parse_command_line, m)?)?;
+    m.add_function(wrap_pyfunction!(check::evaluate, m)?)?;
     m.add_class::<PyPolicy>()?;
-    m.add_class::<PyVerdict>()?;
-    m.add_class::<PyRule>()?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(intersect, m)?)?;
     m.add_function(wrap_pyfunction!(cap_from_parent, m)?)?;

@@ -12,24 +12,25 @@ from turngate import Policy
 
 
 def test_default_policy_tiers() -> None:
-    p = Policy.default()
+    p = Policy.tiered()
     assert p.check("file_read", "src/main.py") == "allow"
     assert p.check("file_write", "src/main.py") == "ask"
     assert p.check("file_read", "config/.env") == "deny"
     assert p.check("network", "example.com:443") == "deny"
     assert p.check("shell_command", "rustc --version") == "allow"
-    assert Policy.default(provider_host="api.example.com").check("network", "api.example.com:443") == "allow"
+    assert Policy.tiered(provider_host="api.example.com").check("network", "api.example.com:443") == "allow"
 
 
 def test_explain_is_a_typed_verdict() -> None:
-    v = Policy.default().explain("file_read", "keys/server.pem")
-    assert isinstance(v, turngate.Verdict)
-    assert (v.effect, v.layer, v.reason) == ("deny", "builtin-secrets", "deny_rule")
-    assert v.rule is not None and v.rule.pattern == "*.pem" and v.rule.kind == "file_read"
-    assert v.to_dict() == {"effect": "deny", "rule": "*.pem", "layer": "builtin-secrets", "reason": "deny_rule"}
-    d = Policy.default().explain("file_write", "a.txt")
-    assert d.rule is None and d.layer == "defaults" and d.reason == "default"
-    assert "builtin-secrets" in repr(v)
+    v = Policy.tiered().explain("file_read", "keys/server.pem")
+    assert v == {
+        "effect": "deny",
+        "rule": {"kind": "file_read", "effect": "deny", "pattern": "*.pem", "tool": None},
+        "layer": "builtin-secrets",
+        "reason": "deny_rule",
+    }
+    d = Policy.tiered().explain("file_write", "a.txt")
+    assert d["rule"] is None and d["layer"] == "defaults" and d["reason"] == "default"
 
 
 def test_builders_return_new_policies() -> None:
@@ -37,7 +38,7 @@ def test_builders_return_new_policies() -> None:
     p = base.layer("project").rule("file_write", "deny", "secrets/*").rule("network", "allow", "api.example.com")
     assert base.check("file_write", "secrets/a") == "allow", "the original is unchanged"
     v = p.explain("file_write", "secrets/a")
-    assert (v.effect, v.layer) == ("deny", "project")
+    assert (v["effect"], v["layer"]) == ("deny", "project")
     tool_rule = Policy().rule("mcp_read", "deny", "fs/*", tool="mcp__fs__*", layer="mcp")
     assert tool_rule.check("mcp_read", "fs/read", tool="mcp__fs__read") == "deny"
     assert tool_rule.check("mcp_read", "fs/read", tool="other") == "ask"
@@ -49,11 +50,11 @@ def test_merge_never_loosens_and_contain_narrows() -> None:
     assert supervised.merge(Policy.permissive()).check("file_write", "a") == "ask"
     capped = Policy.permissive().contain(supervised.named("parent"))
     v = capped.explain("file_write", "a")
-    assert (v.effect, v.layer) == ("ask", "parent")
+    assert (v["effect"], v["layer"]) == ("ask", "parent")
 
 
 def test_check_batch_matches_check() -> None:
-    p = Policy.default()
+    p = Policy.tiered()
     actions: list[tuple[str, str, str | None]] = [
         ("file_read", "a", None),
         ("file_read", ".env", None),
@@ -71,7 +72,7 @@ def test_check_batch_matches_check() -> None:
 
 def test_errors_are_native_exceptions_with_fields() -> None:
     with pytest.raises(turngate.PolicyError, match="file_raed") as info:
-        Policy.default().check("file_raed", "x")
+        Policy.tiered().check("file_raed", "x")
     assert isinstance(info.value, turngate.TurnGateError)
     with pytest.raises(turngate.PolicyError) as parse:
         Policy.from_toml('[defaults]\nfile_read = "maybe"\n', origin="p.toml")
@@ -86,7 +87,7 @@ def test_errors_are_native_exceptions_with_fields() -> None:
 
 
 def test_policy_round_trips_through_dict_json_toml_and_file(tmp_path: Path) -> None:
-    p = Policy.default()
+    p = Policy.tiered()
     assert Policy.from_dict(p.to_dict()).to_dict() == p.to_dict()
     assert Policy.from_json(p.to_json()).to_dict() == p.to_dict()
     assert Policy.from_toml(p.to_toml()).to_dict() == p.to_dict()
@@ -166,3 +167,17 @@ def test_store_replay_policy_lists_the_decisions_a_candidate_flips(tmp_path: Pat
     assert candidate.lint() == []
     with pytest.raises(TypeError):
         store.replay(42)  # type: ignore[call-overload]
+
+
+def test_errors_subclass_the_builtin_a_caller_catches() -> None:
+    assert issubclass(turngate.PolicyError, ValueError)
+    assert issubclass(turngate.InvalidInput, ValueError)
+    assert issubclass(turngate.PermissionDenied, PermissionError)
+    for cls in (turngate.PolicyError, turngate.InvalidInput, turngate.PermissionDenied):
+        assert issubclass(cls, turngate.TurnGateError)
+    assert turngate.TurnGateError.__name__ == "TurnGateError"
+    with pytest.raises(ValueError, match="file_reed"):
+        Policy.tiered().check("file_reed", "x")
+    with pytest.raises(turngate.PolicyError) as e:
+        Policy.from_json('{"layers": [{"name": "x", "rules": [{"kind": "file_read", "effect": "no", "pattern": "*"}]}]}')
+    assert e.value.path is not None

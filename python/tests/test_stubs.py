@@ -32,3 +32,21 @@ def test_the_tests_type_check_against_the_stubs() -> None:
     cmd = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(tests)]
     run = subprocess.run(cmd, capture_output=True, text=True, cwd=tests)
     assert run.returncode == 0, f"mypy failed:\n{run.stdout}\n{run.stderr}"
+
+
+TYPED = Path(__file__).with_name("typed")
+
+
+def test_a_typed_use_passes_mypy_strict() -> None:
+    cmd = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(TYPED / "usage.py")]
+    run = subprocess.run(cmd, capture_output=True, text=True, cwd=TYPED)
+    assert run.returncode == 0, f"mypy failed:\n{run.stdout}\n{run.stderr}"
+
+
+def test_a_typed_use_passes_basedpyright_strict() -> None:
+    # basedpyright is a test dependency (scripts/test-python installs it); without it this fails.
+    exe = Path(sys.executable).with_name("basedpyright")
+    cmd = [str(exe), "--pythonpath", sys.executable, "--level", "error",
+           "-p", str(TYPED / "pyrightconfig.json"), str(TYPED / "usage.py")]
+    run = subprocess.run(cmd, capture_output=True, text=True, cwd=TYPED)
+    assert run.returncode == 0, f"basedpyright failed:\n{run.stdout}\n{run.stderr}"

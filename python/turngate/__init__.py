@@ -6,10 +6,10 @@ Every side-effecting tool call of an agent turn is checked against a compiled
 wrapper over it.
 
 >>> import turngate
->>> policy = turngate.Policy.default()
+>>> policy = turngate.Policy.tiered()
 >>> policy.check("file_read", "config/.env")
 'deny'
->>> policy.explain("file_read", "config/.env").layer
+>>> policy.explain("file_read", "config/.env")["layer"]
 'builtin-secrets'
 
 Protocol objects (selections, contexts, snapshots, caps) are plain dicts in the
@@ -17,9 +17,19 @@ JSON shape of the schemas in ``schema_names()``; they round-trip with ``json``.
 """
 
 from ._guard import Gate
+from ._types import (
+    Allowed,
+    ApprovalAsk,
+    Authorization,
+    Deferred,
+    Denial,
+    Denied,
+    Evaluation,
+    Rule,
+    Verdict,
+)
 from ._turngate import (
     ApprovalError,
-    Authorization,
     Broker,
     Decision,
     PendingApproval,
@@ -37,12 +47,10 @@ from ._turngate import (
     InvalidInput,
     Policy,
     PolicyError,
-    Rule,
     SandboxUnavailable,
     SnapshotError,
     StoreError,
     TurnGateError,
-    Verdict,
     cap_from_parent,
     ensure_native_shell_allowed,
     intersect,
@@ -78,7 +86,13 @@ ACTION_KINDS: tuple[str, ...] = (
 
 __all__ = [
     "ACTION_KINDS",
+    "Allowed",
+    "ApprovalAsk",
     "ApprovalError",
+    "Deferred",
+    "Denial",
+    "Denied",
+    "Evaluation",
     "Authorization",
     "Broker",
     "Decision",

@@ -15,8 +15,9 @@ import os
 from pathlib import PurePath
 from typing import Any, Callable, Literal, Optional, TypeVar, Union, cast
 
-from ._turngate import Authorization, PermissionDenied
+from ._turngate import PermissionDenied
 from ._turngate import Gate as _Gate
+from ._types import Allowed, Authorization
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,15 +26,17 @@ _FILE_KINDS = ("file_read", "file_write")
 
 def _refusal(auth: Authorization) -> str:
     # The core words every refusal (a denial or a deferral) for the model.
-    return auth.tool_result or auth.reason or auth.outcome
+    if auth["outcome"] == "allowed":
+        return auth["outcome"]
+    return auth["tool_result"] or auth["reason"] or auth["outcome"]
 
 
-def _raise(auth: Authorization) -> None:
+def _raise(auth: Authorization, kind: str, target: str) -> None:
     err = PermissionDenied(_refusal(auth))
-    err.reason = auth.reason or auth.outcome
+    err.reason = auth["reason"] if auth["outcome"] != "allowed" else auth["outcome"]
     err.tool_result = _refusal(auth)
-    err.kind = auth.kind
-    err.target = auth.target
+    err.kind = kind
+    err.target = target
     raise err
 
 
@@ -141,7 +144,7 @@ class Gate(_Gate):
                     return _text(value)
                 return _text(extract(**bound.arguments))
 
-            def refuse(auth: Union[Authorization, _Refused]) -> Any:
+            def refuse(auth: Union[Authorization, _Refused], value: str) -> Any:
                 if isinstance(auth, _Refused):
                     if on_deny == "raise":
                         err = PermissionDenied(auth.tool_result)
@@ -152,44 +155,46 @@ class Gate(_Gate):
                         raise err
                     return auth.tool_result
                 if on_deny == "raise":
-                    _raise(auth)
+                    _raise(auth, kind, value)
                 return _refusal(auth)
 
             def decided(
-                bound: inspect.BoundArguments, value: str, auth: Authorization
+                bound: inspect.BoundArguments, value: str, auth: Allowed
             ) -> Union[inspect.BoundArguments, _Refused]:
                 """The call to make for an allowed ``auth``: the arguments carrying the allowed
                 action, or a refusal when they cannot."""
-                if auth.kind != kind:
+                target = auth["target"]
+                if auth["kind"] != kind:
                     return _Refused(
-                        auth.kind,
-                        auth.target,
-                        f"the approved action is a {auth.kind}, and {name} performs only "
+                        auth["kind"],
+                        target,
+                        f"the approved action is a {auth['kind']}, and {name} performs only "
                         f"{kind}; {name} did not run",
                     )
                 if kind in _FILE_KINDS:
                     # The allowed target in its checked form: the core's canonical path (a
                     # reviewer's modified path may be relative, or name a symlink).
-                    verdict, allowed = self.evaluate(kind, auth.target, name)
-                    if verdict.effect == "deny" or not os.path.isabs(allowed):
+                    recheck = self.evaluate(kind, target, name)
+                    verdict, allowed = recheck["verdict"], recheck["target"]
+                    if verdict["effect"] == "deny" or not os.path.isabs(allowed):
                         return _Refused(
                             kind,
-                            auth.target,
-                            f"the approved target is refused on re-check ({verdict.reason}); "
+                            target,
+                            f"the approved target is refused on re-check ({verdict['reason']}); "
                             f"{name} did not run",
                         )
-                    if os.path.isabs(auth.target) and allowed != os.path.normpath(auth.target):
+                    if os.path.isabs(target) and allowed != os.path.normpath(target):
                         # The path approved no longer resolves to itself: a symlink was put
                         # in its way after the check.
                         return _Refused(
                             kind,
-                            auth.target,
+                            target,
                             f"the approved path now resolves to `{allowed}`; {name} did not run",
                         )
                     changed = value != allowed
                 else:
-                    allowed = auth.target
-                    changed = allowed != self.evaluate(kind, value, name)[1]
+                    allowed = target
+                    changed = allowed != self.evaluate(kind, value, name)["target"]
                 if param is not None:
                     if changed:
                         original = bound.arguments[param]
@@ -212,11 +217,11 @@ class Gate(_Gate):
                     bound = bind(args, kwargs)
                     value = requested(bound)
                     auth = await self.authorize(kind, value, tool=name)
-                    if not auth.allowed:
-                        return refuse(auth)
+                    if auth["outcome"] != "allowed":
+                        return refuse(auth, value)
                     call = decided(bound, value, auth)
                     if isinstance(call, _Refused):
-                        return refuse(call)
+                        return refuse(call, value)
                     return await fn(*call.args, **call.kwargs)
 
                 return cast(F, guarded_async)
@@ -226,11 +231,11 @@ class Gate(_Gate):
                 bound = bind(args, kwargs)
                 value = requested(bound)
                 auth = self.authorize_blocking(kind, value, tool=name)
-                if not auth.allowed:
-                    return refuse(auth)
+                if auth["outcome"] != "allowed":
+                    return refuse(auth, value)
                 call = decided(bound, value, auth)
                 if isinstance(call, _Refused):
-                    return refuse(call)
+                    return refuse(call, value)
                 return fn(*call.args, **call.kwargs)
 
             return cast(F, guarded)

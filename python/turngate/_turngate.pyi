@@ -4,7 +4,9 @@ import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, BinaryIO, Literal, Optional, Union, final, overload
 
-from typing_extensions import disjoint_base
+from typing_extensions import Self, Unpack, disjoint_base
+
+from ._types import ApprovalAsk, Authorization, Evaluation, InvocationOptions, Rule, Verdict
 
 _Effect = Literal["allow", "ask", "deny"]
 _JSON = Any
@@ -13,7 +15,7 @@ _ActionTuple = Union[tuple[str, str], tuple[str, str, Optional[str]]]
 class TurnGateError(Exception):
     """Base class of every turngate error."""
 
-class PolicyError(TurnGateError):
+class PolicyError(TurnGateError, ValueError):
     """A policy did not parse or compile, or named an unknown kind, effect or mode.
 
     For a parse error, ``path`` is the failing field path (``.`` for the
@@ -39,7 +41,7 @@ class StoreError(TurnGateError):
 class SandboxUnavailable(TurnGateError):
     """A sandbox backend is required but unavailable on this platform."""
 
-class InvalidInput(TurnGateError):
+class InvalidInput(TurnGateError, ValueError):
     """An argument was malformed (not the expected protocol object)."""
 
 class ApprovalError(TurnGateError):
@@ -49,7 +51,7 @@ class ApprovalError(TurnGateError):
 class RunError(TurnGateError):
     """A command could not be run; nothing ran unconfined."""
 
-class PermissionDenied(TurnGateError):
+class PermissionDenied(TurnGateError, PermissionError):
     """The gate refused an action (raised by ``open_read``/``open_write`` and by guarded
     functions with ``on_deny="raise"``)."""
 
@@ -57,34 +59,6 @@ class PermissionDenied(TurnGateError):
     tool_result: str
     kind: str
     target: str
-
-@final
-class Rule:
-    """A rule: a kind, an effect, a glob on the target, an optional tool glob."""
-
-    @property
-    def kind(self) -> str: ...
-    @property
-    def effect(self) -> _Effect: ...
-    @property
-    def pattern(self) -> str: ...
-    @property
-    def tool(self) -> Optional[str]: ...
-    def to_dict(self) -> dict[str, str]: ...
-
-@final
-class Verdict:
-    """The verdict of an action: effect, deciding rule and layer, reason."""
-
-    @property
-    def effect(self) -> _Effect: ...
-    @property
-    def rule(self) -> Optional[Rule]: ...
-    @property
-    def layer(self) -> str: ...
-    @property
-    def reason(self) -> str: ...
-    def to_dict(self) -> dict[str, Optional[str]]: ...
 
 @final
 class Policy:
@@ -100,7 +74,7 @@ class Policy:
     @staticmethod
     def from_file(path: Union[str, os.PathLike[str]]) -> Policy: ...
     @staticmethod
-    def default(
+    def tiered(
         test_binary: Optional[str] = None, provider_host: Optional[str] = None
     ) -> Policy: ...
     @staticmethod
@@ -165,6 +139,7 @@ def version() -> str: ...
 _Env = Union[Mapping[Any, Any], Iterable[tuple[Union[str, bytes], Union[str, bytes]]]]
 _DecisionLike = Union["Decision", bool, str]
 _Approver = Union[
+    Callable[[ApprovalAsk], Union[_DecisionLike, Awaitable[_DecisionLike]]],
     Callable[[dict[str, _JSON]], Union[_DecisionLike, Awaitable[_DecisionLike]]],
     "Broker",
     Literal["approve_all", "deny_all", "defer_all"],
@@ -188,34 +163,6 @@ class Decision:
     def kind(self) -> Literal["approve", "deny", "defer"]: ...
     @property
     def reason(self) -> Optional[str]: ...
-
-@final
-class Authorization:
-    """What the gate decided for one call; truthy only when allowed."""
-
-    @property
-    def outcome(self) -> Literal["allowed", "denied", "deferred"]: ...
-    @property
-    def allowed(self) -> bool: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def target(self) -> str: ...
-    @property
-    def tool(self) -> Optional[str]: ...
-    @property
-    def verdict(self) -> Optional[Verdict]: ...
-    @property
-    def cached_approval(self) -> bool: ...
-    @property
-    def remember(self) -> list[Rule]: ...
-    @property
-    def reason(self) -> Optional[str]: ...
-    @property
-    def tool_result(self) -> Optional[str]: ...
-    @property
-    def request(self) -> Optional[dict[str, _JSON]]: ...
-    def __bool__(self) -> bool: ...
 
 @final
 class SpawnResult:
@@ -320,51 +267,25 @@ class Gate:
         approver: _Approver = None,
         *,
         broker: Optional[Broker] = None,
-    ) -> Gate: ...
+    ) -> Self: ...
     @property
     def turn_id(self) -> str: ...
     @property
     def snapshot(self) -> dict[str, _JSON]: ...
     def evaluate(
-        self, kind: str, target: str, tool: Optional[str] = None, cwd: Optional[str] = None
-    ) -> tuple[Verdict, str]: ...
+        self, kind: str, target: str, tool: Optional[str] = None, cwd: Optional[Union[str, os.PathLike[str]]] = None
+    ) -> Evaluation: ...
     def authorize(
-        self,
-        kind: str,
-        target: str,
-        *,
-        tool: Optional[str] = None,
-        item_id: Optional[str] = None,
-        tool_id: Optional[str] = None,
-        cwd: Optional[str] = None,
+        self, kind: str, target: str, **options: Unpack[InvocationOptions]
     ) -> Awaitable[Authorization]: ...
     def authorize_blocking(
-        self,
-        kind: str,
-        target: str,
-        *,
-        tool: Optional[str] = None,
-        item_id: Optional[str] = None,
-        tool_id: Optional[str] = None,
-        cwd: Optional[str] = None,
+        self, kind: str, target: str, **options: Unpack[InvocationOptions]
     ) -> Authorization: ...
     def spawn(
-        self,
-        command_line: str,
-        *,
-        tool: Optional[str] = None,
-        cwd: Optional[str] = None,
-        item_id: Optional[str] = None,
-        tool_id: Optional[str] = None,
+        self, command_line: str, **options: Unpack[InvocationOptions]
     ) -> Awaitable[SpawnResult]: ...
     def spawn_blocking(
-        self,
-        command_line: str,
-        *,
-        tool: Optional[str] = None,
-        cwd: Optional[str] = None,
-        item_id: Optional[str] = None,
-        tool_id: Optional[str] = None,
+        self, command_line: str, **options: Unpack[InvocationOptions]
     ) -> SpawnResult: ...
     def run_approved_blocking(self, request_id: str) -> SpawnResult: ...
     def resume_spawn_blocking(self, request_id: str, decision: _DecisionLike) -> SpawnResult: ...
@@ -400,7 +321,7 @@ def plan_spawn(
     policy: Policy,
     command_line: str,
     *,
-    cwd: Optional[str] = None,
+    cwd: Optional[Union[str, os.PathLike[str]]] = None,
     env: Optional[_Env] = None,
     timeout_ms: Optional[int] = None,
     tool: Optional[str] = None,
@@ -417,14 +338,13 @@ def evaluate(
     kind: str,
     target: str,
     tool: Optional[str] = None,
-    cwd: Optional[str] = None,
-) -> tuple[Verdict, str]: ...
+    cwd: Optional[Union[str, os.PathLike[str]]] = None,
+) -> Evaluation: ...
 
 
 __all__ = [
     "ApprovalError",
-    "Authorization",
-    "Broker",
+        "Broker",
     "Decision",
     "Gate",
     "PendingApproval",
@@ -442,12 +362,10 @@ __all__ = [
     "InvalidInput",
     "Policy",
     "PolicyError",
-    "Rule",
     "SandboxUnavailable",
     "SnapshotError",
     "StoreError",
     "TurnGateError",
-    "Verdict",
     "cap_from_parent",
     "ensure_native_shell_allowed",
     "intersect",

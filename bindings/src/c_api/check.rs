@@ -6,32 +6,19 @@
 use std::ffi::c_char;
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{
     Failure, TgPolicy, TgStatus, arg, json_arg, json_result, opt_arg, opt_json_arg, policy_arg,
-    verdict_json,
+    record_json,
 };
 use crate::InvocationRecord;
-use crate::check::{
-    self as facade, FileCheckRecord, FilteredEnvRecord, NetworkCheckRecord,
-    NetworkResolutionRecord, SpawnPlanRecord, SpawnPlanRequest,
-};
+use crate::check::{self as facade, FilteredEnvRecord, SpawnPlanRecord, SpawnPlanRequest};
 
-/// One tool call as JSON: `{"kind", "target", "tool"?, "item_id"?, "tool_id"?, "cwd"?}`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct InvocationJson {
-    kind: Option<String>,
-    target: String,
-    tool: Option<String>,
-    item_id: Option<String>,
-    tool_id: Option<String>,
-    cwd: Option<String>,
-}
-
-/// The invocation argument `name`. With `fixed_kind` (the kind a function acts on), `kind` may
-/// be left out, and any other kind is refused; without it, `kind` is required.
+/// The invocation argument `name`: the facade's `Invocation` record as JSON (`{"kind",
+/// "target", "tool"?, "item_id"?, "tool_id"?, "cwd"?}`; unknown fields refused). With
+/// `fixed_kind` (the kind a function acts on), `kind` may be left out, and any other kind is
+/// refused; without it, `kind` is required.
 ///
 /// # Safety
 /// `ptr` is NULL or a NUL-terminated string valid for the call.
@@ -41,39 +28,22 @@ pub(super) unsafe fn invocation_arg(
     fixed_kind: Option<&str>,
 ) -> Result<InvocationRecord, Failure> {
     // SAFETY: forwarded from the caller.
-    let value = unsafe { json_arg(name, ptr) }?;
-    let inv: InvocationJson = serde_json::from_value(value).map_err(|e| {
-        Failure::new(
-            TgStatus::Invalid,
-            format!(
-                "{name}: expected {{\"kind\", \"target\", \"tool\"?, \"item_id\"?, \"tool_id\"?, \"cwd\"?}}: {e}"
-            ),
-        )
-    })?;
-    let kind = match (inv.kind, fixed_kind) {
-        (Some(k), Some(fixed)) if k != fixed => {
-            return Err(Failure::new(
-                TgStatus::Invalid,
-                format!("{name}.kind: this call acts on `{fixed}`, not `{k}`"),
-            ));
+    let mut value = unsafe { json_arg(name, ptr) }?;
+    if let (Some(fixed), Value::Object(fields)) = (fixed_kind, &mut value) {
+        match fields.get("kind") {
+            None => {
+                fields.insert("kind".into(), fixed.into());
+            }
+            Some(k) if k.as_str() == Some(fixed) => {}
+            Some(k) => {
+                return Err(Failure::new(
+                    TgStatus::Invalid,
+                    format!("{name}.kind: this call acts on `{fixed}`, not {k}"),
+                ));
+            }
         }
-        (Some(k), _) => k,
-        (None, Some(fixed)) => fixed.to_owned(),
-        (None, None) => {
-            return Err(Failure::new(
-                TgStatus::Invalid,
-                format!("{name}: missing field `kind`"),
-            ));
-        }
-    };
-    Ok(InvocationRecord {
-        kind,
-        target: inv.target,
-        tool: inv.tool,
-        item_id: inv.item_id,
-        tool_id: inv.tool_id,
-        cwd: inv.cwd,
-    })
+    }
+    Ok(crate::convert::from_value(name, value)?)
 }
 
 /// The request of `tg_plan_spawn_json`.
@@ -95,69 +65,22 @@ fn env_pairs(env: Vec<(String, String)>) -> Vec<(Vec<u8>, Vec<u8>)> {
         .collect()
 }
 
-fn lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn file_json(c: FileCheckRecord) -> Value {
-    json!({
-        "verdict": verdict_json(c.verdict),
-        "lexical": c.lexical,
-        "resolved": c.resolved,
-        "root": c.root,
-    })
-}
-
-fn network_json(c: NetworkCheckRecord) -> Value {
-    json!({
-        "verdict": verdict_json(c.verdict),
-        "host": c.host,
-        "port": c.port,
-        "host_port": c.host_port,
-        "scheme": c.scheme,
-        "address_class": c.address_class,
-    })
-}
-
-/// A network check plus `addrs`, the vetted `ip:port` addresses to connect to.
-pub(super) fn resolution_json(r: NetworkResolutionRecord) -> Value {
-    let mut v = network_json(r.check);
-    v["addrs"] = json!(r.addrs);
-    v
-}
-
-fn env_json(e: FilteredEnvRecord) -> Value {
+/// The filtered environment as JSON: `vars` as `[name, value]` strings (lossy UTF-8), which C
+/// reads more easily than byte arrays.
+fn env_json(e: &FilteredEnvRecord) -> Value {
+    let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     let vars: Vec<Value> = e
         .vars
         .iter()
-        .map(|(n, v)| json!([lossy(n), lossy(v)]))
+        .map(|(n, v)| Value::from(vec![lossy(n), lossy(v)]))
         .collect();
-    let dropped: Vec<Value> = e
-        .dropped
-        .into_iter()
-        .map(|d| json!({"name": d.name, "reason": d.reason}))
-        .collect();
-    json!({"vars": vars, "dropped": dropped})
+    serde_json::json!({"vars": vars, "dropped": e.dropped})
 }
 
-fn plan_json(p: SpawnPlanRecord) -> Value {
-    let commands: Vec<Value> = p
-        .commands
-        .into_iter()
-        .map(|c| json!({"program": c.program, "args": c.args, "verdict": verdict_json(c.verdict)}))
-        .collect();
-    json!({
-        "verdict": verdict_json(p.verdict),
-        "argv": p.argv,
-        "cwd": p.cwd,
-        "env": env_json(p.env),
-        "timeout_ms": p.timeout_ms,
-        "inherit_stdin": p.inherit_stdin,
-        "new_session": p.new_session,
-        "sandbox_required": p.sandbox_required,
-        "commands": commands,
-        "unresolved": p.unresolved,
-    })
+fn plan_json(p: &SpawnPlanRecord) -> Result<Value, Failure> {
+    let mut v = record_json("plan", p)?;
+    v["env"] = env_json(&p.env);
+    Ok(v)
 }
 
 /// Checks a path with the file checker of a `TurnSandboxSnapshot` (JSON, e.g. a snapshot's
@@ -188,7 +111,7 @@ pub unsafe extern "C" fn tg_check_file_json(
                 arg("path", path)?,
                 opt_arg("tool", tool)?,
             )?;
-            Ok(file_json(c))
+            record_json("check", &c)
         })
     }
 }
@@ -218,7 +141,7 @@ pub unsafe extern "C" fn tg_check_network_json(
                 arg("target", target)?,
                 opt_arg("tool", tool)?,
             )?;
-            Ok(network_json(c))
+            record_json("check", &c)
         })
     }
 }
@@ -247,7 +170,7 @@ pub unsafe extern "C" fn tg_resolve_and_check_network_json(
                 arg("target", target)?,
                 opt_arg("tool", tool)?,
             )?;
-            Ok(resolution_json(r))
+            record_json("resolution", &r)
         })
     }
 }
@@ -288,7 +211,7 @@ pub unsafe extern "C" fn tg_plan_spawn_json(
                     tool: r.tool,
                 },
             )?;
-            Ok(plan_json(p))
+            plan_json(&p)
         })
     }
 }
@@ -335,7 +258,7 @@ pub unsafe extern "C" fn tg_filter_env_json(
                 arg("cwd", cwd)?,
                 &roots,
             )?;
-            Ok(env_json(e))
+            Ok(env_json(&e))
         })
     }
 }
@@ -355,7 +278,7 @@ pub unsafe extern "C" fn tg_parse_command_line_json(
     unsafe {
         json_result(out_json, || {
             let p = facade::parse_command_line(arg("line", line)?);
-            Ok(json!({"programs": p.programs, "unresolved": p.unresolved, "plain": p.plain}))
+            record_json("parsed", &p)
         })
     }
 }
@@ -378,7 +301,7 @@ pub unsafe extern "C" fn tg_evaluate_json(
         json_result(out_json, || {
             let inv = invocation_arg("invocation", invocation, None)?;
             let e = facade::evaluate(json_arg("snapshot", snapshot)?, &inv)?;
-            Ok(json!({"verdict": verdict_json(e.verdict), "target": e.target}))
+            record_json("evaluation", &e)
         })
     }
 }

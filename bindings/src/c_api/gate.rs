@@ -8,19 +8,16 @@ use std::ffi::{c_char, c_int};
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
-use serde_json::{Value, json};
 use tokio::runtime::{Builder, Handle, Runtime};
 
 use super::approver::{TgApprover, approver_arg, parse_decision_json};
-use super::check::{invocation_arg, resolution_json};
+use super::check::invocation_arg;
 use super::store::{TgStore, store_arg};
 use super::{
     Failure, TgStatus, arg, free_handle, guard, handle_arg, handle_result, json_arg, json_result,
-    opt_arg, out_ptr, rule_json, string_result, verdict_json,
+    opt_arg, out_ptr, record_json, string_result,
 };
-use crate::gate::{
-    AuthorizationRecord, DenialRecord, OpenRecord, ProcessOutcomeRecord, SpawnRecord,
-};
+use crate::gate::OpenRecord;
 use crate::{GateHandle, TurnGateError};
 
 /// The gate of one turn (opaque). Create with `tg_gate_new`, release with `tg_gate_free`. It
@@ -76,92 +73,6 @@ fn block_on<F: Future>(what: &str, fut: F) -> Result<F::Output, Failure> {
 /// Runs a facade call on the runtime; its error becomes a failure.
 fn run<T>(what: &str, fut: impl Future<Output = Result<T, TurnGateError>>) -> Result<T, Failure> {
     Ok(block_on(what, fut)??)
-}
-
-/// A refusal: `{"outcome": "denied", "kind", "target", "tool", "reason", "verdict",
-/// "tool_result"}` (`verdict` null unless the policy denied).
-fn denial_json(d: DenialRecord) -> Value {
-    json!({
-        "outcome": "denied",
-        "kind": d.kind,
-        "target": d.target,
-        "tool": d.tool,
-        "reason": d.reason,
-        "verdict": d.verdict.map(verdict_json),
-        "tool_result": d.tool_result,
-    })
-}
-
-/// A deferral: `{"outcome": "deferred", "request_id", "kind", "target", "tool", "reason",
-/// "request"}`, `request` the persisted `TurnPermissionApprovalRequest`.
-fn deferred_json(request: Value, reason: String, tool_result: String) -> Value {
-    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
-    let id = text(request.get("id"));
-    json!({
-        "outcome": "deferred",
-        "request_id": id,
-        "kind": text(request.get("action_kind")),
-        "target": text(request.pointer("/details/target")),
-        "tool": text(request.get("tool_name")),
-        "reason": reason,
-        "tool_result": tool_result,
-        "request": request,
-    })
-}
-
-fn authorization_json(a: AuthorizationRecord) -> Value {
-    match a {
-        AuthorizationRecord::Allowed {
-            kind,
-            target,
-            tool,
-            verdict,
-            cached_approval,
-            remember,
-        } => json!({
-            "outcome": "allowed",
-            "kind": kind,
-            "target": target,
-            "tool": tool,
-            "verdict": verdict_json(verdict),
-            "cached_approval": cached_approval,
-            "remember": remember.into_iter().map(rule_json).collect::<Vec<_>>(),
-        }),
-        AuthorizationRecord::Denied(d) => denial_json(d),
-        AuthorizationRecord::Deferred {
-            request,
-            reason,
-            tool_result,
-        } => deferred_json(request, reason, tool_result),
-    }
-}
-
-fn ran_json(o: ProcessOutcomeRecord) -> Value {
-    json!({
-        "outcome": "ran",
-        "pid": o.pid,
-        "exit_code": o.exit_code,
-        "signal": o.signal,
-        "timed_out": o.timed_out,
-        "duration_ms": o.duration_ms,
-        "stdout": String::from_utf8_lossy(&o.stdout),
-        "stderr": String::from_utf8_lossy(&o.stderr),
-        "stdout_truncated": o.stdout_truncated,
-        "stderr_truncated": o.stderr_truncated,
-        "sandbox": o.sandbox,
-    })
-}
-
-fn spawn_json(s: SpawnRecord) -> Value {
-    match s {
-        SpawnRecord::Ran(o) => ran_json(o),
-        SpawnRecord::Denied(d) => denial_json(d),
-        SpawnRecord::Deferred {
-            request,
-            reason,
-            tool_result,
-        } => deferred_json(request, reason, tool_result),
-    }
 }
 
 /// A gate for `turn_id` under a `TurnExecutionSecuritySnapshot` (JSON, from
@@ -251,7 +162,7 @@ pub unsafe extern "C" fn tg_gate_evaluate_json(
             let e = g
                 .handle
                 .evaluate(&invocation_arg("invocation", invocation, None)?)?;
-            Ok(json!({"verdict": verdict_json(e.verdict), "target": e.target}))
+            record_json("evaluation", &e)
         })
     }
 }
@@ -284,7 +195,7 @@ pub unsafe extern "C" fn tg_gate_authorize_json(
             let g = gate_arg(gate)?;
             let inv = invocation_arg("invocation", invocation, None)?;
             let a = run("tg_gate_authorize_json", g.handle.authorize(&inv))?;
-            Ok(authorization_json(a))
+            record_json("authorization", &a)
         })
     }
 }
@@ -310,7 +221,7 @@ pub unsafe extern "C" fn tg_gate_resume_json(
             let g = gate_arg(gate)?;
             let request_id = arg("request_id", request_id)?;
             let d = parse_decision_json(arg("decision", decision)?)?;
-            Ok(authorization_json(g.handle.resume(request_id, &d)?))
+            record_json("authorization", &g.handle.resume(request_id, &d)?)
         })
     }
 }
@@ -342,7 +253,7 @@ pub unsafe extern "C" fn tg_gate_spawn_json(
             let g = gate_arg(gate)?;
             let inv = invocation_arg("invocation", invocation, Some("shell_command"))?;
             let s = run("tg_gate_spawn_json", g.handle.spawn(&inv))?;
-            Ok(spawn_json(s))
+            record_json("spawn", &s)
         })
     }
 }
@@ -372,7 +283,7 @@ pub unsafe extern "C" fn tg_gate_resume_spawn_json(
                 "tg_gate_resume_spawn_json",
                 g.handle.resume_spawn(request_id, &d),
             )?;
-            Ok(spawn_json(s))
+            record_json("spawn", &s)
         })
     }
 }
@@ -399,7 +310,7 @@ pub unsafe extern "C" fn tg_gate_run_approved_json(
                 "tg_gate_run_approved_json",
                 g.handle.run_approved(request_id),
             )?;
-            Ok(spawn_json(s))
+            record_json("spawn", &s)
         })
     }
 }
@@ -448,7 +359,8 @@ unsafe fn open(
             match opened {
                 OpenRecord::Opened(file) => *fd_slot = into_fd(file)?,
                 OpenRecord::Denied(d) => {
-                    *denial_slot = super::c_string("denial", denial_json(*d).to_string())?;
+                    *denial_slot =
+                        super::c_string("denial", record_json("denial", &*d)?.to_string())?;
                 }
             }
         }
@@ -461,8 +373,8 @@ unsafe fn open(
 /// root (`openat2` with `RESOLVE_BENEATH` on Linux), blocking until decided. When opened,
 /// `*out_fd` is a read-only descriptor owned by the caller (release with `close`) and
 /// `*out_denial_json` stays NULL. When refused (by the policy, the approver, a deferral or the
-/// race-free open), `*out_fd` is -1 and `*out_denial_json` the denial as
-/// `tg_gate_authorize_json` writes it, owned by the caller; the status is still
+/// race-free open), `*out_fd` is -1 and `*out_denial_json` the `Denial`
+/// record (`{"kind", "target", "tool", "reason", "verdict", "tool_result"}`), owned by the caller; the status is still
 /// `TG_STATUS_OK`.
 ///
 /// # Safety
@@ -535,7 +447,7 @@ pub unsafe extern "C" fn tg_gate_resolve_and_check_json(
             let r = g
                 .handle
                 .resolve_and_check(arg("url", url)?, opt_arg("tool", tool)?);
-            Ok(resolution_json(r))
+            record_json("resolution", &r)
         })
     }
 }

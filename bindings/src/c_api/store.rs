@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::{
     TgStatus, arg, free_handle, guard, handle_arg, handle_result, json_arg, json_result, opt_arg,
-    out_ptr, string_result,
+    out_ptr, record_json, string_result,
 };
 use crate::StoreHandle;
 
@@ -209,7 +209,7 @@ pub unsafe extern "C" fn tg_store_resolve_json(
                 arg("resolution", resolution)?,
                 opt_arg("reason", reason)?.unwrap_or("responder"),
             )?;
-            Ok(json!({"resolution": r.resolution, "reason": r.reason, "applied": r.applied}))
+            record_json("resolution", &r)
         })
     }
 }

@@ -6,7 +6,7 @@ import Foundation
 @_exported import TurnGateBindings
 
 extension Policy {
-    /// The tiered `Policy::default()`: reads allowed, writes and exec ask, network denied,
+    /// The tiered policy: reads allowed, writes and exec ask, network denied,
     /// secrets denied.
     public static func tiered() throws -> Policy {
         try tiered(testBinary: nil, providerHost: nil)
@@ -18,24 +18,14 @@ extension Policy {
         try fromMode(mode: mode)
     }
 
-    /// The effect of an action (the hot path). Without a tool it takes the integer fast path
-    /// (`effectCode`), which skips UniFFI's buffers for the optional tool and the enum result.
+    /// The effect of an action (the hot path).
     public func check(_ kind: String, _ target: String, tool: String? = nil) throws -> Effect {
-        guard tool == nil else { return try check(kind: kind, target: target, tool: tool) }
-        switch try effectCode(kind: kind, target: target) {
-        case 0: return .allow
-        case 1: return .ask
-        default: return .deny
-        }
+        try check(kind: kind, target: target, tool: tool)
     }
 
-    /// The verdict of an action: effect, deciding rule and layer, reason. Built from
-    /// `explainFlat` (one string crosses instead of a record: 1.2-1.8x faster here), falling
-    /// back to the record when a field holds the separator.
+    /// The verdict of an action: effect, deciding rule and layer, reason.
     public func explain(_ kind: String, _ target: String, tool: String? = nil) throws -> Verdict {
-        guard let verdict = Verdict(flat: try explainFlat(kind: kind, target: target, tool: tool))
-        else { return try explain(kind: kind, target: target, tool: tool) }
-        return verdict
+        try explain(kind: kind, target: target, tool: tool)
     }
 }
 
@@ -45,35 +35,6 @@ extension Store {
     /// `{"turn"?, "since"?, "workspace"?}`.
     public func replay(_ policy: Policy, options: String? = nil) throws -> String {
         try replayPolicy(policy: policy, options: options)
-    }
-}
-
-extension Verdict {
-    /// A verdict from `Policy.explainFlat`'s fields; `nil` when they are not well formed.
-    init?(flat: String) {
-        let f = flat.split(separator: "\u{1f}", omittingEmptySubsequences: false)
-        guard f.count == 3 || f.count == 6 || f.count == 7, let effect = Effect(wireName: f[0])
-        else { return nil }
-        var rule: Rule? = nil
-        if f.count >= 6 {
-            guard let ruleEffect = Effect(wireName: f[4]) else { return nil }
-            rule = Rule(
-                kind: String(f[3]), effect: ruleEffect, pattern: String(f[5]),
-                tool: f.count == 7 ? String(f[6]) : nil)
-        }
-        self.init(effect: effect, rule: rule, layer: String(f[1]), reason: String(f[2]))
-    }
-}
-
-extension Effect {
-    /// The effect of a wire name (`allow`, `ask`, `deny`).
-    init?<S: StringProtocol>(wireName: S) {
-        switch wireName {
-        case "allow": self = .allow
-        case "ask": self = .ask
-        case "deny": self = .deny
-        default: return nil
-        }
     }
 }
 
@@ -99,7 +60,7 @@ extension TurnGateError: CustomStringConvertible {
         switch self {
         case let .Policy(message, _, _, _), let .Snapshot(_, message), let .Store(message),
             let .SandboxUnavailable(message), let .Approval(message), let .Run(message),
-            let .Invalid(message):
+            let .InvalidInput(message):
             return message
         }
     }
@@ -138,7 +99,7 @@ extension GateApprover {
 extension Invocation {
     /// A tool call with only a kind and a target (and optionally a tool name).
     public init(_ kind: String, _ target: String, tool: String? = nil) {
-        self.init(kind: kind, target: target, tool: tool, itemId: nil, toolId: nil, cwd: nil)
+        self.init(kind: kind, target: target, tool: tool)
     }
 }
 
@@ -225,9 +186,7 @@ extension Gate {
         -> SpawnResult
     {
         try await spawn(
-            invocation: Invocation(
-                kind: "shell_command", target: commandLine, tool: tool, itemId: nil, toolId: nil,
-                cwd: cwd))
+            invocation: Invocation(kind: "shell_command", target: commandLine, tool: tool, cwd: cwd))
     }
 
     /// Authorize a read of `invocation.target` and open it race-free beneath its root.

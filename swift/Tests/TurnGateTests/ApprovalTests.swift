@@ -48,15 +48,17 @@ final class ApprovalTests: XCTestCase {
         let gate = try Gate(turnId: "t1", snapshot: try snapshot(), store: store, approver: approver, broker: nil)
         let target = workspace + "/notes.txt"
         let auth = try await gate.authorize(invocation: Invocation("file_write", target, tool: "write_file"))
-        guard case let .allowed(action, verdict, cached, _) = auth else { return XCTFail("expected allowed, got \(auth)") }
-        XCTAssertEqual(action.target, target)
+        guard case let .allowed(_, allowedTarget, _, verdict, cached, _) = auth else { return XCTFail("expected allowed, got \(auth)") }
+        XCTAssertEqual(allowedTarget, target)
         XCTAssertEqual(verdict.effect, .ask)
         XCTAssertFalse(cached)
         let asks = await seen.asks
         XCTAssertEqual(asks.count, 1)
-        XCTAssertEqual(asks.first?.turnId, "t1")
+        let request = try JSON.parse(try XCTUnwrap(asks.first?.request))
+        XCTAssertEqual(request["turn_id"]?.string, "t1")
         XCTAssertEqual(asks.first?.action, Action(kind: "file_write", target: target, tool: "write_file"))
-        XCTAssertEqual(asks.first?.scopeHash.count, 64)
+        XCTAssertEqual(request["scope_hash"]?.string?.count, 64)
+        XCTAssertEqual(asks.first?.verdict.effect, .ask)
         let kinds = try eventKinds(store, "t1")
         XCTAssertTrue(kinds.contains("approval_requested") && kinds.contains("approval_resolved"), "\(kinds)")
 
@@ -167,8 +169,8 @@ final class ApprovalTests: XCTestCase {
         let second = try await gate.authorize(invocation: Invocation("file_write", notes, tool: "write_file"))
         subscription.cancel()
 
-        guard case let .allowed(_, _, firstCached, _) = first else { return XCTFail("first: \(first)") }
-        guard case let .allowed(_, _, secondCached, _) = second else { return XCTFail("second: \(second)") }
+        guard case let .allowed(_, _, _, _, firstCached, _) = first else { return XCTFail("first: \(first)") }
+        guard case let .allowed(_, _, _, _, secondCached, _) = second else { return XCTFail("second: \(second)") }
         XCTAssertFalse(firstCached)
         XCTAssertTrue(secondCached, "the second call was not answered by the allow_for_turn grant")
         XCTAssertEqual(seen.compactMap { $0["method"]?.string },
@@ -179,7 +181,7 @@ final class ApprovalTests: XCTestCase {
         XCTAssertTrue(decisions.contains("allow_for_turn"), "\(decisions)")
         // The grant does not widen to an unrelated scope.
         let other = try gate.evaluate(invocation: Invocation("file_write", workspace + "/other.txt", tool: "write_file"))
-        XCTAssertEqual(other.effect, .ask)
+        XCTAssertEqual(other.verdict.effect, .ask)
     }
 
     func testErrorsNameTheBadInput() throws {
@@ -193,7 +195,7 @@ final class ApprovalTests: XCTestCase {
             XCTAssertTrue(message.contains("apr_missing"), message)
         }
         XCTAssertThrowsError(try broker.respond(id: "apr_missing", resolution: "maybe")) { e in
-            guard case let TurnGateError.Invalid(message) = e else { return XCTFail("\(e)") }
+            guard case let TurnGateError.InvalidInput(message) = e else { return XCTFail("\(e)") }
             XCTAssertTrue(message.contains("maybe"), message)
         }
         XCTAssertThrowsError(try Gate(turnId: "t", snapshot: "{}", store: try store(), approver: try .builtin(name: "deny_all"), broker: nil))

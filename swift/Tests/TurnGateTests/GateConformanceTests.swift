@@ -80,7 +80,7 @@ final class GateConformanceTests: XCTestCase {
             let got: [String: JSON]
             var denialText: String? = nil
             switch try await gate.authorize(invocation: Invocation(kind, target, tool: step["tool"]?.string)) {
-            case let .allowed(_, verdict, cached, _):
+            case let .allowed(_, _, _, verdict, cached, _):
                 got = ["outcome": .string("allowed"), "cached": .bool(cached), "reason": .string(verdict.reason)]
             case let .denied(denial):
                 denialText = denial.reason

@@ -80,7 +80,7 @@ final class GateEffectTests: XCTestCase {
         let script = workspace + "/w.sh"
         try "touch \(escaped)\necho run >> \(workspace)/after\n".write(toFile: script, atomically: true, encoding: .utf8)
         let deferred = try await self.gate(approver: "defer_all").spawn("sh ./w.sh", cwd: workspace)
-        guard case let .deferred(request) = deferred else { return XCTFail("expected deferred, got \(deferred)") }
+        guard case let .deferred(request, _, _) = deferred else { return XCTFail("expected deferred, got \(deferred)") }
         let id = try XCTUnwrap(try JSON.parse(request)["id"]?.string)
         let resumer = try self.gate(mode: "full_access", approver: "deny_all")
         let resumed = try await resumer.resumeSpawn(requestId: id, decision: .approve(modified: nil, remember: []))
@@ -111,7 +111,7 @@ final class GateEffectTests: XCTestCase {
         guard case let .denied(denial) = result else { return XCTFail("expected denied, got \(result)") }
         XCTAssertFalse(denial.reason.isEmpty)
         XCTAssertFalse(denial.toolResult.isEmpty)
-        XCTAssertEqual(denial.action.kind, "shell_command")
+        XCTAssertEqual(denial.kind, "shell_command")
         XCTAssertNil(result.process)
         XCTAssertFalse(exists(never), "a denied command ran")
     }

@@ -1,0 +1,126 @@
+//! The durable audit and approval store for Python (`Store`). Events and approvals cross as
+//! dicts in their protocol shape; every call releases the GIL while the store works.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use serde_json::Value;
+use turngate_ffi::StoreHandle;
+
+use crate::{IntoPy, from_py, to_py};
+
+// ---- the store ------------------------------------------------------------------------------
+
+/// The durable audit and approval store (a SQLite file), shared by gates and clients.
+#[pyclass(frozen, module = "turngate", name = "Store")]
+pub(crate) struct PyStore {
+    pub(crate) handle: Arc<StoreHandle>,
+}
+
+#[pymethods]
+impl PyStore {
+    /// Open (creating if needed) the store at `path`.
+    #[new]
+    fn new(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
+        let path = path.to_string_lossy().into_owned();
+        py.detach(|| StoreHandle::open(&path))
+            .map(|handle| PyStore { handle })
+            .py_err(py)
+    }
+
+    /// The store's file.
+    #[getter]
+    fn path(&self) -> String {
+        self.handle.path()
+    }
+
+    /// Append a `TurnPermissionAuditEvent` dict; returns its seq.
+    fn append(&self, py: Python<'_>, event: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let event = from_py(event, "event")?;
+        let h = &self.handle;
+        py.detach(|| h.append(event)).py_err(py)
+    }
+
+    /// `replay(turn_id)`: the events of `turn_id`, in seq order (`TurnPermissionAuditEvent`
+    /// dicts). `replay(policy, turn=None, since=None, workspace=None)`: re-decide every
+    /// recorded decision under `policy` as a candidate (`turngate replay`), and return the
+    /// report `{"decisions", "flips": [...]}` of the decisions that flip.
+    #[pyo3(signature = (what, turn=None, since=None, workspace=None))]
+    fn replay<'py>(
+        &self,
+        py: Python<'py>,
+        what: &Bound<'py, PyAny>,
+        turn: Option<String>,
+        since: Option<String>,
+        workspace: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let h = &self.handle;
+        if let Ok(policy) = what.cast::<crate::PyPolicy>() {
+            let policy = policy.get().handle.clone();
+            let options = serde_json::json!({"turn": turn, "since": since, "workspace": workspace});
+            let options = Value::Object(
+                options
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            );
+            let v = py.detach(|| h.replay_policy(&policy, options)).py_err(py)?;
+            return to_py(py, &v);
+        }
+        let turn_id: String = what.extract()?;
+        let v = py.detach(|| h.replay(&turn_id)).py_err(py)?;
+        to_py(py, &v)
+    }
+
+    /// Every turn id with events, oldest first.
+    fn turns(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let h = &self.handle;
+        py.detach(|| h.turns()).py_err(py)
+    }
+
+    /// Every stored approval without a resolution (`{"request", "action"}`), oldest first.
+    fn pending_approvals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let h = &self.handle;
+        let v = py.detach(|| h.pending_approvals()).py_err(py)?;
+        to_py(py, &v)
+    }
+
+    /// The stored approval `request_id` (`{"request", "action", "resolution"?}`), or None.
+    fn approval<'py>(&self, py: Python<'py>, request_id: &str) -> PyResult<Bound<'py, PyAny>> {
+        let h = &self.handle;
+        match py.detach(|| h.approval(request_id)).py_err(py)? {
+            Some(v) => to_py(py, &v),
+            None => Ok(py.None().into_bound(py)),
+        }
+    }
+
+    /// Record a resolution for a stored approval (first one wins); returns
+    /// `{"resolution", "reason", "applied"}`. This only records: `Gate.resume` re-checks and
+    /// decides the action.
+    #[pyo3(signature = (request_id, resolution, reason="responder"))]
+    fn resolve<'py>(
+        &self,
+        py: Python<'py>,
+        request_id: &str,
+        resolution: &str,
+        reason: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let h = &self.handle;
+        let r = py
+            .detach(|| h.resolve(request_id, resolution, reason))
+            .py_err(py)?;
+        let d = PyDict::new(py);
+        d.set_item("resolution", r.resolution)?;
+        d.set_item("reason", r.reason)?;
+        d.set_item("applied", r.applied)?;
+        Ok(d)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Store({:?})", self.handle.path())
+    }
+}

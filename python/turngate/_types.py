@@ -1,0 +1,109 @@
+"""The facade's records as Python sees them: plain dicts in their JSON form, the same fields
+as in every language (``bindings/src``: ``Verdict``, ``Rule``, ``Evaluation``,
+``Authorization``, ...). These TypedDicts type them; they exist at runtime only for
+annotations."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Literal, Optional, Union
+
+if sys.version_info >= (3, 11):
+    from typing import NotRequired, TypedDict
+else:
+    from typing_extensions import NotRequired, TypedDict
+
+Effect = Literal["allow", "ask", "deny"]
+
+
+class Rule(TypedDict):
+    kind: str
+    effect: Effect
+    pattern: str
+    tool: Optional[str]
+
+
+class Verdict(TypedDict):
+    effect: Effect
+    rule: Optional[Rule]
+    layer: str
+    reason: str
+
+
+class Evaluation(TypedDict):
+    verdict: Verdict
+    target: str
+    decided_by: Optional[str]
+
+
+class Action(TypedDict):
+    kind: str
+    target: str
+    tool: NotRequired[Optional[str]]
+
+
+class InvocationOptions(TypedDict, total=False):
+    """The keyword arguments of ``Gate.authorize``/``spawn``: the facade's ``Invocation``
+    record beyond ``kind`` and ``target``. An unknown keyword raises ``InvalidInput``."""
+
+    tool: Optional[str]
+    item_id: Optional[str]
+    tool_id: Optional[str]
+    cwd: Union[str, "os.PathLike[str]", None]
+
+
+class Denial(TypedDict):
+    kind: str
+    target: str
+    tool: Optional[str]
+    reason: str
+    verdict: Optional[Verdict]
+    tool_result: str
+
+
+class Allowed(TypedDict):
+    outcome: Literal["allowed"]
+    kind: str
+    target: str
+    tool: Optional[str]
+    verdict: Verdict
+    cached_approval: bool
+    remember: list[Rule]
+
+
+class Denied(Denial):
+    outcome: Literal["denied"]
+
+
+class Deferred(TypedDict):
+    outcome: Literal["deferred"]
+    request: dict[str, Any]
+    reason: str
+    tool_result: str
+
+
+Authorization = Union[Allowed, Denied, Deferred]
+"""What the gate decided for one call; ``outcome`` says which fields it has."""
+
+
+class ApprovalAsk(TypedDict):
+    request: dict[str, Any]
+    action: Action
+    verdict: Verdict
+
+
+__all__ = [
+    "Action",
+    "Allowed",
+    "ApprovalAsk",
+    "Authorization",
+    "Denial",
+    "Denied",
+    "Deferred",
+    "Effect",
+    "Evaluation",
+    "InvocationOptions",
+    "Rule",
+    "Verdict",
+]
