@@ -311,7 +311,6 @@ fn set_attr(
     if rc == 0 { Ok(()) } else { Err(errno()) }
 }
 
-
 // ioctl's request is an `unsigned long` in glibc and an `int` in musl (`libc::Ioctl`).
 #[allow(clippy::unnecessary_cast)]
 const SIOCGIFFLAGS: libc::Ioctl = libc::SIOCGIFFLAGS as libc::Ioctl;
