@@ -451,6 +451,12 @@ fn set_attr(
     if rc == 0 { Ok(()) } else { Err(errno()) }
 }
 
+// ioctl's request is an `unsigned long` in glibc and an `int` in musl (`libc::Ioctl`).
+#[allow(clippy::unnecessary_cast)]
+const SIOCGIFFLAGS: libc::Ioctl = libc::SIOCGIFFLAGS as libc::Ioctl;
+#[allow(clippy::unnecessary_cast)]
+const SIOCSIFFLAGS: libc::Ioctl = libc::SIOCSIFFLAGS as libc::Ioctl;
+
 /// Bring `lo` up in the current network namespace (raw socket + two ioctls).
 fn loopback_up() -> Result<(), i32> {
     #[repr(C)]
@@ -472,10 +478,10 @@ fn loopback_up() -> Result<(), i32> {
         };
         req.name[0] = b'l';
         req.name[1] = b'o';
-        let mut rc = libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut req as *mut Ifreq);
+        let mut rc = libc::ioctl(fd, SIOCGIFFLAGS, &mut req as *mut Ifreq);
         if rc == 0 {
             req.flags |= libc::IFF_UP as libc::c_short;
-            rc = libc::ioctl(fd, libc::SIOCSIFFLAGS, &mut req as *mut Ifreq);
+            rc = libc::ioctl(fd, SIOCSIFFLAGS, &mut req as *mut Ifreq);
         }
         let err = errno();
         libc::close(fd);
