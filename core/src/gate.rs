@@ -1347,7 +1347,11 @@ impl Gate {
         // A `network = restricted` command's connections come back here through the egress
         // proxy, one decision each, reviewed or not.
         let egress = egress::GateEgress { gate: self, under };
-        let outcome = match self.runner.run_with_egress(request.sandbox(spec), &egress).await {
+        let outcome = match self
+            .runner
+            .run_with_egress(request.sandbox(spec), &egress)
+            .await
+        {
             Ok(outcome) => outcome,
             Err(err) => {
                 session.abandon();
