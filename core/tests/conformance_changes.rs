@@ -13,8 +13,7 @@ use turngate::changes::ChangeSet;
 
 #[test]
 fn change_set_vectors() {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/changes_serde.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/changes_serde.json");
     let suite: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(suite["suite"], "changes_serde");
     let vectors = suite["vectors"].as_array().unwrap();

@@ -402,8 +402,13 @@ pub(crate) fn apply(
                     a.rollback();
                     let _ = fsx::remove_tree(&a.root_path.join(&a.staging_name));
                 }
+                // Steps below name no id: the set's is filled in here.
                 return Err(match err {
                     ChangeError::Tampered { paths, .. } => ChangeError::Tampered {
+                        id: set.id.clone(),
+                        paths,
+                    },
+                    ChangeError::Conflicts { paths, .. } => ChangeError::Conflicts {
                         id: set.id.clone(),
                         paths,
                     },
