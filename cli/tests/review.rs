@@ -931,3 +931,89 @@ fn an_apply_in_progress_elsewhere_makes_another_one_wait_its_turn() {
     drop(lock);
     assert_eq!(env.changes(&["apply", &id]).status.code(), Some(0));
 }
+
+/// Edit a change set's stored JSON file (as the user who owns it).
+fn edit_json(path: &Path, edit: impl FnOnce(&mut Value)) {
+    let mut json: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    edit(&mut json);
+    std::fs::write(path, serde_json::to_vec(&json).unwrap()).unwrap();
+}
+
+#[test]
+fn a_snapshot_emptied_of_its_policy_after_the_run_is_refused_as_tampered() {
+    // Red team R1: apply re-checked the policy in snapshot.json, a file beside the upper dir;
+    // emptying its layers got a denied `.env.local` and an asked `.git/hooks/pre-commit` applied.
+    for who in BOTH {
+        let env = Env::new(who);
+        std::fs::create_dir_all(env.workspace.join(".git")).unwrap();
+        env.chown();
+        let before = tree(&env.workspace);
+        let id = env.review(
+            "mkdir .git/hooks && echo evil > .git/hooks/pre-commit; /usr/bin/python3 -c \"open('.env.local', 'w').write('NEW=1')\"",
+        );
+        let json = env.changes_json(&["apply", &id]);
+        assert_eq!(json["error"], "policy_refused", "{who:?}: {json}");
+        let dir = env.state.join("changes").join(&id);
+        edit_json(&dir.join("snapshot.json"), |s| {
+            s["permission_profile"]["effective_policy"]["layers"] = serde_json::json!([]);
+        });
+        let json = env.changes_json(&["apply", &id, "--confirm-asks"]);
+        assert_eq!(json["error"], "tampered", "{who:?}: {json}");
+        assert_eq!(
+            tree(&env.workspace),
+            before,
+            "{who:?}: something was applied"
+        );
+    }
+}
+
+#[test]
+fn a_manifest_whose_change_list_was_edited_is_refused_as_tampered() {
+    for who in BOTH {
+        let env = Env::new(who);
+        std::fs::create_dir_all(env.workspace.join(".git")).unwrap();
+        env.chown();
+        let before = tree(&env.workspace);
+        let id = env.review("mkdir .git/hooks && echo evil > .git/hooks/pre-commit");
+        let manifest = env.state.join("changes").join(&id).join("manifest.json");
+        // Rename the hook in the list to a path the policy allows; the upper digest is
+        // unchanged, so only the seal can tell.
+        edit_json(&manifest, |m| {
+            for c in m["changes"].as_array_mut().unwrap() {
+                let p = c["path"].as_str().unwrap().replace(".git/hooks", "hooks");
+                c["path"] = Value::String(p);
+            }
+        });
+        let json = env.changes_json(&["apply", &id]);
+        assert_eq!(json["error"], "tampered", "{who:?}: {json}");
+        assert_eq!(
+            tree(&env.workspace),
+            before,
+            "{who:?}: something was applied"
+        );
+    }
+}
+
+#[test]
+fn a_root_rewritten_in_manifest_and_snapshot_never_leads_apply_elsewhere() {
+    // Red team R1b: the workspace path replaced by another directory in both files made apply
+    // write the upper dir's files there.
+    for who in BOTH {
+        let env = Env::new(who);
+        let id = env.review("echo owned > authorized_keys");
+        let dir = env.state.join("changes").join(&id);
+        let (ws, out) = (
+            env.workspace.display().to_string(),
+            env.outside.display().to_string(),
+        );
+        for file in ["manifest.json", "snapshot.json"] {
+            let path = dir.join(file);
+            let text = std::fs::read_to_string(&path).unwrap().replace(&ws, &out);
+            std::fs::write(&path, text).unwrap();
+        }
+        let json = env.changes_json(&["apply", &id]);
+        assert_eq!(json["error"], "tampered", "{who:?}: {json}");
+        assert!(!env.outside.join("authorized_keys").exists(), "{who:?}");
+        assert!(!env.workspace.join("authorized_keys").exists(), "{who:?}");
+    }
+}
