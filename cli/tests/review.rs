@@ -1017,3 +1017,53 @@ fn a_root_rewritten_in_manifest_and_snapshot_never_leads_apply_elsewhere() {
         assert!(!env.workspace.join("authorized_keys").exists(), "{who:?}");
     }
 }
+
+#[test]
+fn apply_never_leaves_world_writable_or_sticky_modes() {
+    // Red team R3: 0777 files and 1777 directories were applied as they were.
+    for who in BOTH {
+        let env = Env::new(who);
+        let id = env.review(
+            "echo ww > ww; chmod 0777 ww; mkdir d; chmod 1777 d; chmod 0666 b.txt; \
+             cp /bin/true s; chmod 6757 s",
+        );
+        let set = env.show(&id);
+        let mode_of = |path: &str| {
+            set["changes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["path"] == path)
+                .unwrap_or_else(|| panic!("{who:?}: {path} not in {set:#}"))["mode"]
+                .as_u64()
+                .unwrap()
+        };
+        // The change set keeps what the command asked for...
+        assert_eq!(mode_of("ww"), 0o777, "{who:?}");
+        assert_eq!(mode_of("d"), 0o1777, "{who:?}");
+        assert_eq!(mode_of("b.txt"), 0o666, "{who:?}");
+        // ...show says what apply will do instead...
+        let out = env.changes(&["show", &id]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        for (path, applied) in [("ww", "775"), ("d/", "775"), ("b.txt", "664"), ("s", "755")] {
+            let line = text
+                .lines()
+                .find(|l| l.split_whitespace().nth(1) == Some(path))
+                .unwrap_or_else(|| panic!("{who:?}: no line for {path}: {text}"));
+            assert!(
+                line.contains(&format!("applied as {applied}")),
+                "{who:?}: {line}"
+            );
+        }
+        // ...and apply does it.
+        let out = env.changes(&["apply", &id]);
+        assert_eq!(out.status.code(), Some(0), "{who:?}: {}", stderr(&out));
+        for (path, want) in [("ww", 0o775), ("d", 0o775), ("b.txt", 0o664), ("s", 0o755)] {
+            let mode = std::fs::symlink_metadata(env.workspace.join(path))
+                .unwrap()
+                .mode()
+                & 0o7777;
+            assert_eq!(mode, want, "{who:?}: {path} applied as {mode:o}");
+        }
+    }
+}

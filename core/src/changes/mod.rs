@@ -29,7 +29,7 @@ use crate::audit::{AuditEventKind, AuditStore, TurnPermissionAuditEvent};
 use crate::protocol::TurnExecutionSecuritySnapshot;
 use crate::sandbox::ReviewLayer;
 
-pub use apply::ApplyOptions;
+pub use apply::{ApplyOptions, applied_mode};
 
 /// What happened to one path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
