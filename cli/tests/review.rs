@@ -220,6 +220,15 @@ impl Env {
         })
     }
 
+    fn changes_json_at(&self, db: &Path, args: &[&str]) -> Value {
+        let db = db.display().to_string();
+        let mut all = vec!["changes"];
+        all.extend_from_slice(args);
+        all.extend(["--store", &db, "--json"]);
+        let out = self.turngate(&all).output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)))
+    }
+
     fn ids_listed(&self) -> Vec<String> {
         let list = self.changes_json(&["list"]);
         list.as_array()
@@ -1064,6 +1073,127 @@ fn apply_never_leaves_world_writable_or_sticky_modes() {
                 .mode()
                 & 0o7777;
             assert_eq!(mode, want, "{who:?}: {path} applied as {mode:o}");
+        }
+    }
+}
+
+/// The number of audit rows in the store at `db` (read as root, outside any sandbox).
+fn audit_rows(db: &Path) -> i64 {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg("import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from audit_events').fetchone()[0])")
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// `turngate run [--review] -- sh -c SCRIPT` in the env's workspace with the store at `store`.
+fn run_with_store(env: &Env, store: &Path, review: bool, script: &str) -> Output {
+    let (ws, store) = (
+        env.workspace.display().to_string(),
+        store.display().to_string(),
+    );
+    let mut args = vec!["run"];
+    if review {
+        args.push("--review");
+    }
+    args.extend([
+        "--mode",
+        "auto_accept_edits",
+        "--approver",
+        "allow",
+        "--workspace",
+        &ws,
+        "--store",
+        &store,
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    env.turngate(&args).output().unwrap()
+}
+
+/// Every way the red team's command reached its store, each printing a word if it worked.
+const STORE_ATTACK: &str = "ls .tgstate >/dev/null 2>&1 && echo LISTED; \
+    cat .tgstate/audit.db >/dev/null 2>&1 && echo READ; \
+    rm -f .tgstate/audit.db .tgstate/audit.db-wal .tgstate/audit.db-shm 2>/dev/null && \
+      [ ! -e .tgstate/audit.db ] && echo REMOVED; \
+    echo x 2>/dev/null > .tgstate/audit.db && echo WROTE; \
+    mkdir -p .tgstate/changes/cs-1 2>/dev/null && echo PLANTED; \
+    mv .tgstate .tgstate-old 2>/dev/null && echo MOVED; \
+    rm -rf .tgstate 2>/dev/null; [ -e .tgstate ] || echo GONE; \
+    /usr/bin/python3 -c \"import sqlite3; c = sqlite3.connect('.tgstate/audit.db'); \
+      c.execute('delete from audit_events'); c.commit(); print('EDITED')\" 2>/dev/null; \
+    echo done";
+
+#[test]
+fn a_store_inside_the_workspace_is_hidden_from_the_command() {
+    // Red team R2: with `--store W/.tgstate/audit.db` a sandboxed command deleted every audit
+    // row (and could edit approvals and pending change sets).
+    for who in BOTH {
+        let env = Env::new(who);
+        let state = env.workspace.join(".tgstate");
+        std::fs::create_dir_all(&state).unwrap();
+        env.chown();
+        let db = state.join("audit.db");
+        let out = run_with_store(&env, &db, false, "echo first");
+        assert_eq!(out.status.code(), Some(0), "{who:?}: {}", stderr(&out));
+        let before = audit_rows(&db);
+        assert!(before > 0, "{who:?}");
+        for review in [false, true] {
+            let out = run_with_store(&env, &db, review, STORE_ATTACK);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                stdout.contains("done"),
+                "{who:?} review={review}: {stdout} {}",
+                stderr(&out)
+            );
+            for word in [
+                "LISTED", "READ", "REMOVED", "WROTE", "PLANTED", "MOVED", "GONE", "EDITED",
+            ] {
+                assert!(
+                    !stdout.contains(word),
+                    "{who:?} review={review}: the command {word} the store: {stdout}"
+                );
+            }
+        }
+        // Every row survived, and the runs were recorded after them.
+        assert!(audit_rows(&db) > before, "{who:?}");
+        assert!(!state.join("changes/cs-1").exists(), "{who:?}");
+        // The reviewed run's change set is intact and applies.
+        let sets = env.changes_json_at(&db, &["list"]);
+        let id = sets[0]["id"].as_str().unwrap().to_owned();
+        let out = env
+            .turngate(&[
+                "changes",
+                "apply",
+                &id,
+                "--store",
+                &db.display().to_string(),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{who:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_store_directly_in_a_writable_root_refuses_the_spawn_and_names_it() {
+    for who in BOTH {
+        let env = Env::new(who);
+        let db = env.workspace.join("audit.db");
+        for review in [false, true] {
+            let out = run_with_store(&env, &db, review, "echo ran > ran.txt");
+            assert_ne!(out.status.code(), Some(0), "{who:?} review={review}");
+            let err = stderr(&out);
+            assert!(
+                err.contains(&env.workspace.display().to_string()) && err.contains("audit store"),
+                "{who:?} review={review}: {err}"
+            );
+            assert!(!env.workspace.join("ran.txt").exists(), "{who:?}: it ran");
         }
     }
 }
