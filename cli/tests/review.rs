@@ -1197,3 +1197,20 @@ fn a_store_directly_in_a_writable_root_refuses_the_spawn_and_names_it() {
         }
     }
 }
+
+#[test]
+fn another_sets_sealed_manifest_copied_over_is_refused() {
+    for who in BOTH {
+        let env = Env::new(who);
+        let a = env.review("echo a > a.txt");
+        let b = env.review("echo b > b2.txt");
+        let changes = env.state.join("changes");
+        for file in ["manifest.json", "snapshot.json"] {
+            std::fs::copy(changes.join(&b).join(file), changes.join(&a).join(file)).unwrap();
+        }
+        let before = tree(&env.workspace);
+        let json = env.changes_json(&["apply", &a]);
+        assert_eq!(json["error"], "corrupt", "{who:?}: {json}");
+        assert_eq!(tree(&env.workspace), before, "{who:?}: something was applied");
+    }
+}

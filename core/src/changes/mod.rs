@@ -564,11 +564,20 @@ impl ChangeStore {
             }
             Err(e) => return Err(ChangeError::io(format!("read {}", path.display()), e)),
         };
-        serde_json::from_str(&text).map_err(|e| ChangeError::Corrupt {
+        let set: ChangeSet = serde_json::from_str(&text).map_err(|e| ChangeError::Corrupt {
             id: id.to_owned(),
             what: "manifest.json".into(),
             message: e.to_string(),
-        })
+        })?;
+        // Another set's manifest copied here would otherwise carry its own (valid) seal.
+        if set.id != id {
+            return Err(ChangeError::Corrupt {
+                id: id.to_owned(),
+                what: "manifest.json".into(),
+                message: format!("it is the manifest of change set `{}`", set.id),
+            });
+        }
+        Ok(set)
     }
 
     fn snapshot(&self, id: &str) -> Result<TurnExecutionSecuritySnapshot, ChangeError> {
