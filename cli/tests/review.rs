@@ -1211,6 +1211,10 @@ fn another_sets_sealed_manifest_copied_over_is_refused() {
         let before = tree(&env.workspace);
         let json = env.changes_json(&["apply", &a]);
         assert_eq!(json["error"], "corrupt", "{who:?}: {json}");
-        assert_eq!(tree(&env.workspace), before, "{who:?}: something was applied");
+        assert_eq!(
+            tree(&env.workspace),
+            before,
+            "{who:?}: something was applied"
+        );
     }
 }
