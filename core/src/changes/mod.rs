@@ -288,9 +288,9 @@ pub enum ChangeError {
     /// Another process is applying or discarding it.
     #[error("change set {0} is being applied or discarded by another process")]
     Busy(String),
-    /// The upper directories changed since the run.
+    /// The upper directories, the manifest or the snapshot changed since the run.
     #[error(
-        "change set {id} was tampered with since the run (its upper directory changed: {}); \
+        "change set {id} was tampered with since the run (what differs: {}); \
          nothing was applied, discard it",
         paths.join(", ")
     )]
