@@ -1341,6 +1341,17 @@ impl Gate {
             .map(|r| r.path.clone())
             .collect();
         let session = changes.begin(&roots)?;
+        // The change sets' directory too, when it is not the store's (a caller's own
+        // ChangeStore): the command must not reach the upper dirs or the manifests.
+        let changes_dir =
+            std::fs::canonicalize(changes.dir()).unwrap_or_else(|_| changes.dir().to_path_buf());
+        if let Err(root) = spec.hide_state_dir(&changes_dir) {
+            session.abandon();
+            return Err(GateError::StoreExposed {
+                store: changes_dir,
+                root,
+            });
+        }
         spec.review = Some(session.layers().to_vec());
         let outcome = match self.runner.run(request.sandbox(spec)).await {
             Ok(outcome) => outcome,
