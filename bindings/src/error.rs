@@ -233,6 +233,10 @@ impl From<GateError> for TurnGateError {
             GateError::Changes(c) => c.into(),
             GateError::Scope(s) => TurnGateError::invalid("target", s),
             e @ GateError::WrongKind { .. } => TurnGateError::invalid("kind", e),
+            // Nothing ran: the sandbox could not keep the command off the audit store.
+            e @ GateError::StoreExposed { .. } => TurnGateError::Run {
+                message: e.to_string(),
+            },
             other => TurnGateError::Approval {
                 message: other.to_string(),
             },

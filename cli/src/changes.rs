@@ -2,7 +2,9 @@
 //! beside the audit store (`<state>/changes/`). Every apply and discard is recorded in the
 //! audit store of the same state dir.
 
-use turngate::changes::{ApplyOptions, ChangeError, ChangeKind, ChangeSet, ChangeStore, EntryType};
+use turngate::changes::{
+    ApplyOptions, ChangeError, ChangeKind, ChangeSet, ChangeStore, EntryType, applied_mode,
+};
 
 use crate::session::{open_existing_store, store_path};
 use crate::{ChangesCommand, CliError};
@@ -45,7 +47,23 @@ fn show(set: &ChangeSet) {
         let mut detail = Vec::new();
         match (c.old_mode, c.mode) {
             (Some(old), Some(new)) if old != new => detail.push(format!("mode {old:o} -> {new:o}")),
+            (None, Some(new)) if c.kind == ChangeKind::Added => {
+                detail.push(format!("mode {new:o}"));
+            }
             _ => {}
+        }
+        if let Some(new) = c.mode
+            && c.entry != EntryType::Symlink
+            && c.kind != ChangeKind::Deleted
+            && applied_mode(new) != new
+        {
+            detail.push(format!(
+                "applied as {:o}: no setuid, setgid, sticky or world-write bits",
+                applied_mode(new)
+            ));
+        }
+        if c.kind == ChangeKind::Unsupported {
+            detail.push("the whole set cannot be applied while it holds this; discard it".into());
         }
         if c.binary {
             match (c.old_size, c.size) {

@@ -725,13 +725,15 @@ fn cargo_builds_in_the_sandbox_with_the_real_home() {
     );
     let ws = tempfile::tempdir().unwrap();
     let ws = ws.path().canonicalize().unwrap();
+    // The store in a subdirectory of the workspace, hidden from the command.
+    std::fs::create_dir_all(ws.join(".turngate")).unwrap();
     let path = format!("{}:/usr/bin:/bin", home.join(".cargo/bin").display());
     let out = Command::new(bin())
         .args(["run", "--mode", "auto_accept_edits", "--approver", "allow"])
         .arg("--workspace")
         .arg(&ws)
         .arg("--store")
-        .arg(ws.join("audit.db"))
+        .arg(ws.join(".turngate/audit.db"))
         .args([
             "--",
             "sh",

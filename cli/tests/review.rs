@@ -220,6 +220,15 @@ impl Env {
         })
     }
 
+    fn changes_json_at(&self, db: &Path, args: &[&str]) -> Value {
+        let db = db.display().to_string();
+        let mut all = vec!["changes"];
+        all.extend_from_slice(args);
+        all.extend(["--store", &db, "--json"]);
+        let out = self.turngate(&all).output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)))
+    }
+
     fn ids_listed(&self) -> Vec<String> {
         let list = self.changes_json(&["list"]);
         list.as_array()
@@ -930,4 +939,282 @@ fn an_apply_in_progress_elsewhere_makes_another_one_wait_its_turn() {
     assert_eq!(tree(&env.workspace), before);
     drop(lock);
     assert_eq!(env.changes(&["apply", &id]).status.code(), Some(0));
+}
+
+/// Edit a change set's stored JSON file (as the user who owns it).
+fn edit_json(path: &Path, edit: impl FnOnce(&mut Value)) {
+    let mut json: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    edit(&mut json);
+    std::fs::write(path, serde_json::to_vec(&json).unwrap()).unwrap();
+}
+
+#[test]
+fn a_snapshot_emptied_of_its_policy_after_the_run_is_refused_as_tampered() {
+    // Red team R1: apply re-checked the policy in snapshot.json, a file beside the upper dir;
+    // emptying its layers got a denied `.env.local` and an asked `.git/hooks/pre-commit` applied.
+    for who in BOTH {
+        let env = Env::new(who);
+        std::fs::create_dir_all(env.workspace.join(".git")).unwrap();
+        env.chown();
+        let before = tree(&env.workspace);
+        let id = env.review(
+            "mkdir .git/hooks && echo evil > .git/hooks/pre-commit; /usr/bin/python3 -c \"open('.env.local', 'w').write('NEW=1')\"",
+        );
+        let json = env.changes_json(&["apply", &id]);
+        assert_eq!(json["error"], "policy_refused", "{who:?}: {json}");
+        let dir = env.state.join("changes").join(&id);
+        edit_json(&dir.join("snapshot.json"), |s| {
+            s["permission_profile"]["effective_policy"]["layers"] = serde_json::json!([]);
+        });
+        let json = env.changes_json(&["apply", &id, "--confirm-asks"]);
+        assert_eq!(json["error"], "tampered", "{who:?}: {json}");
+        assert_eq!(
+            tree(&env.workspace),
+            before,
+            "{who:?}: something was applied"
+        );
+    }
+}
+
+#[test]
+fn a_manifest_whose_change_list_was_edited_is_refused_as_tampered() {
+    for who in BOTH {
+        let env = Env::new(who);
+        std::fs::create_dir_all(env.workspace.join(".git")).unwrap();
+        env.chown();
+        let before = tree(&env.workspace);
+        let id = env.review("mkdir .git/hooks && echo evil > .git/hooks/pre-commit");
+        let manifest = env.state.join("changes").join(&id).join("manifest.json");
+        // Rename the hook in the list to a path the policy allows; the upper digest is
+        // unchanged, so only the seal can tell.
+        edit_json(&manifest, |m| {
+            for c in m["changes"].as_array_mut().unwrap() {
+                let p = c["path"].as_str().unwrap().replace(".git/hooks", "hooks");
+                c["path"] = Value::String(p);
+            }
+        });
+        let json = env.changes_json(&["apply", &id]);
+        assert_eq!(json["error"], "tampered", "{who:?}: {json}");
+        assert_eq!(
+            tree(&env.workspace),
+            before,
+            "{who:?}: something was applied"
+        );
+    }
+}
+
+#[test]
+fn a_root_rewritten_in_manifest_and_snapshot_never_leads_apply_elsewhere() {
+    // Red team R1b: the workspace path replaced by another directory in both files made apply
+    // write the upper dir's files there.
+    for who in BOTH {
+        let env = Env::new(who);
+        let id = env.review("echo owned > authorized_keys");
+        let dir = env.state.join("changes").join(&id);
+        let (ws, out) = (
+            env.workspace.display().to_string(),
+            env.outside.display().to_string(),
+        );
+        for file in ["manifest.json", "snapshot.json"] {
+            let path = dir.join(file);
+            let text = std::fs::read_to_string(&path).unwrap().replace(&ws, &out);
+            std::fs::write(&path, text).unwrap();
+        }
+        let json = env.changes_json(&["apply", &id]);
+        assert_eq!(json["error"], "tampered", "{who:?}: {json}");
+        assert!(!env.outside.join("authorized_keys").exists(), "{who:?}");
+        assert!(!env.workspace.join("authorized_keys").exists(), "{who:?}");
+    }
+}
+
+#[test]
+fn apply_never_leaves_world_writable_or_sticky_modes() {
+    // Red team R3: 0777 files and 1777 directories were applied as they were.
+    for who in BOTH {
+        let env = Env::new(who);
+        let id = env.review(
+            "echo ww > ww; chmod 0777 ww; mkdir d; chmod 1777 d; chmod 0666 b.txt; \
+             cp /bin/true s; chmod 6757 s",
+        );
+        let set = env.show(&id);
+        let mode_of = |path: &str| {
+            set["changes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["path"] == path)
+                .unwrap_or_else(|| panic!("{who:?}: {path} not in {set:#}"))["mode"]
+                .as_u64()
+                .unwrap()
+        };
+        // The change set keeps what the command asked for...
+        assert_eq!(mode_of("ww"), 0o777, "{who:?}");
+        assert_eq!(mode_of("d"), 0o1777, "{who:?}");
+        assert_eq!(mode_of("b.txt"), 0o666, "{who:?}");
+        // ...show says what apply will do instead...
+        let out = env.changes(&["show", &id]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        for (path, applied) in [("ww", "775"), ("d/", "775"), ("b.txt", "664"), ("s", "755")] {
+            let line = text
+                .lines()
+                .find(|l| l.split_whitespace().nth(1) == Some(path))
+                .unwrap_or_else(|| panic!("{who:?}: no line for {path}: {text}"));
+            assert!(
+                line.contains(&format!("applied as {applied}")),
+                "{who:?}: {line}"
+            );
+        }
+        // ...and apply does it.
+        let out = env.changes(&["apply", &id]);
+        assert_eq!(out.status.code(), Some(0), "{who:?}: {}", stderr(&out));
+        for (path, want) in [("ww", 0o775), ("d", 0o775), ("b.txt", 0o664), ("s", 0o755)] {
+            let mode = std::fs::symlink_metadata(env.workspace.join(path))
+                .unwrap()
+                .mode()
+                & 0o7777;
+            assert_eq!(mode, want, "{who:?}: {path} applied as {mode:o}");
+        }
+    }
+}
+
+/// The number of audit rows in the store at `db` (read as root, outside any sandbox).
+fn audit_rows(db: &Path) -> i64 {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg("import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from audit_events').fetchone()[0])")
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// `turngate run [--review] -- sh -c SCRIPT` in the env's workspace with the store at `store`.
+fn run_with_store(env: &Env, store: &Path, review: bool, script: &str) -> Output {
+    let (ws, store) = (
+        env.workspace.display().to_string(),
+        store.display().to_string(),
+    );
+    let mut args = vec!["run"];
+    if review {
+        args.push("--review");
+    }
+    args.extend([
+        "--mode",
+        "auto_accept_edits",
+        "--approver",
+        "allow",
+        "--workspace",
+        &ws,
+        "--store",
+        &store,
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    env.turngate(&args).output().unwrap()
+}
+
+/// Every way the red team's command reached its store, each printing a word if it worked.
+const STORE_ATTACK: &str = "ls .tgstate >/dev/null 2>&1 && echo LISTED; \
+    cat .tgstate/audit.db >/dev/null 2>&1 && echo READ; \
+    rm -f .tgstate/audit.db .tgstate/audit.db-wal .tgstate/audit.db-shm 2>/dev/null && \
+      [ ! -e .tgstate/audit.db ] && echo REMOVED; \
+    echo x 2>/dev/null > .tgstate/audit.db && echo WROTE; \
+    mkdir -p .tgstate/changes/cs-1 2>/dev/null && echo PLANTED; \
+    mv .tgstate .tgstate-old 2>/dev/null && echo MOVED; \
+    rm -rf .tgstate 2>/dev/null; [ -e .tgstate ] || echo GONE; \
+    /usr/bin/python3 -c \"import sqlite3; c = sqlite3.connect('.tgstate/audit.db'); \
+      c.execute('delete from audit_events'); c.commit(); print('EDITED')\" 2>/dev/null; \
+    echo done";
+
+#[test]
+fn a_store_inside_the_workspace_is_hidden_from_the_command() {
+    // Red team R2: with `--store W/.tgstate/audit.db` a sandboxed command deleted every audit
+    // row (and could edit approvals and pending change sets).
+    for who in BOTH {
+        let env = Env::new(who);
+        let state = env.workspace.join(".tgstate");
+        std::fs::create_dir_all(&state).unwrap();
+        env.chown();
+        let db = state.join("audit.db");
+        let out = run_with_store(&env, &db, false, "echo first");
+        assert_eq!(out.status.code(), Some(0), "{who:?}: {}", stderr(&out));
+        let before = audit_rows(&db);
+        assert!(before > 0, "{who:?}");
+        for review in [false, true] {
+            let out = run_with_store(&env, &db, review, STORE_ATTACK);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                stdout.contains("done"),
+                "{who:?} review={review}: {stdout} {}",
+                stderr(&out)
+            );
+            for word in [
+                "LISTED", "READ", "REMOVED", "WROTE", "PLANTED", "MOVED", "GONE", "EDITED",
+            ] {
+                assert!(
+                    !stdout.contains(word),
+                    "{who:?} review={review}: the command {word} the store: {stdout}"
+                );
+            }
+        }
+        // Every row survived, and the runs were recorded after them.
+        assert!(audit_rows(&db) > before, "{who:?}");
+        assert!(!state.join("changes/cs-1").exists(), "{who:?}");
+        // The reviewed run's change set is intact and applies.
+        let sets = env.changes_json_at(&db, &["list"]);
+        let id = sets[0]["id"].as_str().unwrap().to_owned();
+        let out = env
+            .turngate(&[
+                "changes",
+                "apply",
+                &id,
+                "--store",
+                &db.display().to_string(),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{who:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_store_directly_in_a_writable_root_refuses_the_spawn_and_names_it() {
+    for who in BOTH {
+        let env = Env::new(who);
+        let db = env.workspace.join("audit.db");
+        for review in [false, true] {
+            let out = run_with_store(&env, &db, review, "echo ran > ran.txt");
+            assert_ne!(out.status.code(), Some(0), "{who:?} review={review}");
+            let err = stderr(&out);
+            assert!(
+                err.contains(&env.workspace.display().to_string()) && err.contains("audit store"),
+                "{who:?} review={review}: {err}"
+            );
+            assert!(!env.workspace.join("ran.txt").exists(), "{who:?}: it ran");
+        }
+    }
+}
+
+#[test]
+fn another_sets_sealed_manifest_copied_over_is_refused() {
+    for who in BOTH {
+        let env = Env::new(who);
+        let a = env.review("echo a > a.txt");
+        let b = env.review("echo b > b2.txt");
+        let changes = env.state.join("changes");
+        for file in ["manifest.json", "snapshot.json"] {
+            std::fs::copy(changes.join(&b).join(file), changes.join(&a).join(file)).unwrap();
+        }
+        let before = tree(&env.workspace);
+        let json = env.changes_json(&["apply", &a]);
+        assert_eq!(json["error"], "corrupt", "{who:?}: {json}");
+        assert_eq!(
+            tree(&env.workspace),
+            before,
+            "{who:?}: something was applied"
+        );
+    }
 }

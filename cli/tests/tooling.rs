@@ -35,7 +35,9 @@ fn text(o: &Output) -> String {
 fn a_limit_allows_three_runs_and_asks_the_fourth_in_a_new_process() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().canonicalize().unwrap();
-    let db = ws.join("audit.db").to_string_lossy().into_owned();
+    // Outside the workspace: a store directly in a writable root refuses the spawn.
+    let state = tempfile::tempdir().unwrap();
+    let db = state.path().join("audit.db").to_string_lossy().into_owned();
     let policy = fixture("exfil.toml");
     let run = |turn: &str| {
         turngate(

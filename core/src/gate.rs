@@ -181,6 +181,21 @@ pub enum GateError {
     /// A reviewed run could not start or its change set could not be recorded.
     #[error(transparent)]
     Changes(#[from] crate::changes::ChangeError),
+    /// The audit store lies in a writable root where the sandbox cannot hide it from the
+    /// command (which could then rewrite its own audit log and approvals): nothing ran.
+    #[error(
+        "the audit store's directory {} lies in the writable root {} and cannot be hidden \
+         from the command there; put the store (--store) outside the workspace or in a \
+         subdirectory of it; nothing ran",
+        store.display(),
+        root.display()
+    )]
+    StoreExposed {
+        /// The store's directory.
+        store: std::path::PathBuf,
+        /// The root it lies in.
+        root: std::path::PathBuf,
+    },
     /// No deferred request has this id.
     #[error("no deferred approval request `{0}` in the store")]
     UnknownRequest(String),
@@ -1317,9 +1332,8 @@ impl Gate {
         let Some(changes) = review else {
             if plan.sandbox_required {
                 let sandbox = &under.snapshot.sandbox;
-                request = request.sandbox(
-                    SandboxSpec::from_snapshot(sandbox).with_policy(sandbox, &under.policy),
-                );
+                let spec = SandboxSpec::from_snapshot(sandbox).with_policy(sandbox, &under.policy);
+                request = request.sandbox(self.hide_store(spec)?);
             }
             let egress = egress::GateEgress { gate: self, under };
             return Ok(plain(SpawnResult::Ran(Box::new(
@@ -1335,7 +1349,8 @@ impl Gate {
             .into());
         }
         let sandbox = &under.snapshot.sandbox;
-        let mut spec = SandboxSpec::from_snapshot(sandbox).with_policy(sandbox, &under.policy);
+        let mut spec = self
+            .hide_store(SandboxSpec::from_snapshot(sandbox).with_policy(sandbox, &under.policy))?;
         let roots: Vec<std::path::PathBuf> = spec
             .roots
             .iter()
@@ -1343,6 +1358,17 @@ impl Gate {
             .map(|r| r.path.clone())
             .collect();
         let session = changes.begin(&roots)?;
+        // The change sets' directory too, when it is not the store's (a caller's own
+        // ChangeStore): the command must not reach the upper dirs or the manifests.
+        let changes_dir =
+            std::fs::canonicalize(changes.dir()).unwrap_or_else(|_| changes.dir().to_path_buf());
+        if let Err(root) = spec.hide_state_dir(&changes_dir) {
+            session.abandon();
+            return Err(GateError::StoreExposed {
+                store: changes_dir,
+                root,
+            });
+        }
         spec.review = Some(session.layers().to_vec());
         // A `network = restricted` command's connections come back here through the egress
         // proxy, one decision each, reviewed or not.
@@ -1369,6 +1395,16 @@ impl Gate {
             result: SpawnResult::Ran(Box::new(outcome)),
             change_set: Some(change_set),
         })
+    }
+
+    /// Hide the audit store's directory (and the change sets beside it) from the command
+    /// when it lies in one of the turn's roots; refuse the spawn where it cannot be hidden.
+    fn hide_store(&self, mut spec: SandboxSpec) -> Result<SandboxSpec, GateError> {
+        if let Some(dir) = self.store.local_dir() {
+            spec.hide_state_dir(&dir)
+                .map_err(|root| GateError::StoreExposed { store: dir, root })?;
+        }
+        Ok(spec)
     }
 
     /// Open a file for reading through the gate: authorize, then open race-free beneath its

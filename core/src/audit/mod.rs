@@ -390,4 +390,11 @@ pub trait AuditStore: Send + Sync + fmt::Debug {
     /// processes on one store), exactly one gets [`Consumed::Spent`]; the rest get
     /// [`Consumed::AlreadyUsed`]. An `allow_for_turn` approval is never spent.
     fn consume(&self, request_id: &str) -> Result<Consumed, AuditError>;
+
+    /// The directory holding the store's files on this machine, when it is a local file (the
+    /// gate hides it from sandboxed commands that could otherwise rewrite it). `None` by
+    /// default: a store elsewhere is out of the command's reach.
+    fn local_dir(&self) -> Option<std::path::PathBuf> {
+        None
+    }
 }

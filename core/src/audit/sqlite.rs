@@ -691,6 +691,18 @@ impl ApprovalRow {
 }
 
 impl AuditStore for SqliteAuditStore {
+    fn local_dir(&self) -> Option<std::path::PathBuf> {
+        let path = Path::new(&self.path);
+        if self.path.is_empty() || self.path == ":memory:" {
+            return None;
+        }
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        // The store's directory as the sandbox sees roots (canonical); a directory that
+        // cannot be resolved is returned as given, so a check against the roots still runs.
+        let dir = parent.unwrap_or(Path::new("."));
+        Some(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()))
+    }
+
     fn append(&self, event: TurnPermissionAuditEvent) -> Result<u64, AuditError> {
         match self.run(Op::Append(Box::new(event)))? {
             Reply::Seq(seq) => Ok(seq),

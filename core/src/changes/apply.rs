@@ -292,10 +292,16 @@ impl Applier<'_> {
     }
 }
 
-/// Apply modes without setuid/setgid: apply may run as a more privileged user than the
-/// command did.
+/// The mode apply gives a path the command set to `mode`: without setuid, setgid, the sticky
+/// bit and write for others (apply may run as a more privileged user than the command did, and
+/// must not leave a world-writable file or directory in the workspace). The change set keeps
+/// the mode the command asked for.
+pub fn applied_mode(mode: u32) -> u32 {
+    mode & 0o0775
+}
+
 fn safe_mode(mode: u32) -> u32 {
-    mode & 0o1777
+    applied_mode(mode)
 }
 
 /// Copy the upper file `rel` into `staging/staged`, checking its content against `sha256`.
@@ -402,8 +408,13 @@ pub(crate) fn apply(
                     a.rollback();
                     let _ = fsx::remove_tree(&a.root_path.join(&a.staging_name));
                 }
+                // Steps below name no id: the set's is filled in here.
                 return Err(match err {
                     ChangeError::Tampered { paths, .. } => ChangeError::Tampered {
+                        id: set.id.clone(),
+                        paths,
+                    },
+                    ChangeError::Conflicts { paths, .. } => ChangeError::Conflicts {
                         id: set.id.clone(),
                         paths,
                     },

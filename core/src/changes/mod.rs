@@ -29,7 +29,7 @@ use crate::audit::{AuditEventKind, AuditStore, TurnPermissionAuditEvent};
 use crate::protocol::TurnExecutionSecuritySnapshot;
 use crate::sandbox::ReviewLayer;
 
-pub use apply::ApplyOptions;
+pub use apply::{ApplyOptions, applied_mode};
 
 /// What happened to one path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -288,9 +288,9 @@ pub enum ChangeError {
     /// Another process is applying or discarding it.
     #[error("change set {0} is being applied or discarded by another process")]
     Busy(String),
-    /// The upper directories changed since the run.
+    /// The upper directories, the manifest or the snapshot changed since the run.
     #[error(
-        "change set {id} was tampered with since the run (its upper directory changed: {}); \
+        "change set {id} was tampered with since the run (what differs: {}); \
          nothing was applied, discard it",
         paths.join(", ")
     )]
@@ -564,22 +564,29 @@ impl ChangeStore {
             }
             Err(e) => return Err(ChangeError::io(format!("read {}", path.display()), e)),
         };
-        serde_json::from_str(&text).map_err(|e| ChangeError::Corrupt {
+        let set: ChangeSet = serde_json::from_str(&text).map_err(|e| ChangeError::Corrupt {
             id: id.to_owned(),
             what: "manifest.json".into(),
             message: e.to_string(),
-        })
+        })?;
+        // Another set's manifest copied here would otherwise carry its own (valid) seal.
+        if set.id != id {
+            return Err(ChangeError::Corrupt {
+                id: id.to_owned(),
+                what: "manifest.json".into(),
+                message: format!("it is the manifest of change set `{}`", set.id),
+            });
+        }
+        Ok(set)
     }
 
     fn snapshot(&self, id: &str) -> Result<TurnExecutionSecuritySnapshot, ChangeError> {
+        parse_snapshot(id, &self.snapshot_bytes(id)?)
+    }
+
+    fn snapshot_bytes(&self, id: &str) -> Result<Vec<u8>, ChangeError> {
         let path = self.set_dir(id)?.join("snapshot.json");
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| ChangeError::io(format!("read {}", path.display()), e))?;
-        serde_json::from_str(&text).map_err(|e| ChangeError::Corrupt {
-            id: id.to_owned(),
-            what: "snapshot.json".into(),
-            message: e.to_string(),
-        })
+        std::fs::read(&path).map_err(|e| ChangeError::io(format!("read {}", path.display()), e))
     }
 
     /// Take the change set's lock (non-blocking) and re-read it: it must still be pending.
@@ -647,20 +654,29 @@ impl ChangeStore {
         audit: Option<&dyn AuditStore>,
     ) -> Result<ChangeSet, ChangeError> {
         let (lock, mut set) = self.lock_pending(id)?;
-        let snapshot = self.snapshot(id)?;
+        let snapshot_bytes = self.snapshot_bytes(id)?;
+        // Before anything else: the manifest and the snapshot must be the ones the run
+        // recorded in the audit store (anyone who can write the state dir can edit them).
+        let sealed = match audit {
+            Some(audit) => verify_seal(audit, &set, &snapshot_bytes),
+            None => Err(ChangeError::Tampered {
+                id: set.id.clone(),
+                paths: vec!["no audit store to check the change set against".to_owned()],
+            }),
+        };
         let dir = self.set_dir(id)?;
-        match apply::apply(&set, &dir, &snapshot, options) {
-            Ok(()) => {}
-            Err(err) => {
-                if let Some(audit) = audit {
-                    let mut event = audit_event(&set, &snapshot, AuditEventKind::ChangesRefused);
-                    event.reason = Some(err.code().to_owned());
-                    event.message = Some(err.to_string());
-                    event.decider = options.by.clone();
-                    audit.append(event)?;
-                }
-                return Err(err);
+        if let Err(err) = sealed {
+            if let (Some(audit), Ok(snapshot)) = (audit, parse_snapshot(id, &snapshot_bytes)) {
+                audit.append(refused_event(&set, &snapshot, &err, options))?;
             }
+            return Err(err);
+        }
+        let snapshot = parse_snapshot(id, &snapshot_bytes)?;
+        if let Err(err) = apply::apply(&set, &dir, &snapshot, options) {
+            if let Some(audit) = audit {
+                audit.append(refused_event(&set, &snapshot, &err, options))?;
+            }
+            return Err(err);
         }
         set.status = ChangeSetStatus::Applied;
         set.resolved_at = Some(crate::audit::now_rfc3339());
@@ -699,6 +715,107 @@ impl ChangeStore {
         }
         Ok(set)
     }
+}
+
+fn parse_snapshot(id: &str, bytes: &[u8]) -> Result<TurnExecutionSecuritySnapshot, ChangeError> {
+    serde_json::from_slice(bytes).map_err(|e| ChangeError::Corrupt {
+        id: id.to_owned(),
+        what: "snapshot.json".into(),
+        message: e.to_string(),
+    })
+}
+
+/// The prefix of the seal in a `changes_recorded` event's `reason`.
+const SEAL_PREFIX: &str = "sealed sha256:";
+
+/// What binds a change set to its audit row: SHA-256 over the manifest's immutable part (id,
+/// turn, command, roots, changes with the workspace states, upper digest) and the stored
+/// snapshot's exact bytes. Status and resolution fields are left out (they change on apply).
+fn seal(set: &ChangeSet, snapshot_json: &[u8]) -> Result<String, ChangeError> {
+    use sha2::Digest;
+    #[derive(Serialize)]
+    struct Immutable<'a> {
+        id: &'a str,
+        turn_id: &'a str,
+        command: &'a str,
+        created_at: &'a str,
+        roots: &'a [ReviewRoot],
+        changes: &'a [Change],
+        exit_code: Option<i32>,
+        upper_digest: &'a str,
+    }
+    let manifest = serde_json::to_vec(&Immutable {
+        id: &set.id,
+        turn_id: &set.turn_id,
+        command: &set.command,
+        created_at: &set.created_at,
+        roots: &set.roots,
+        changes: &set.changes,
+        exit_code: set.exit_code,
+        upper_digest: &set.upper_digest,
+    })
+    .map_err(|e| ChangeError::Corrupt {
+        id: set.id.clone(),
+        what: "manifest.json".into(),
+        message: e.to_string(),
+    })?;
+    let mut digest = sha2::Sha256::default();
+    for part in [manifest.as_slice(), snapshot_json] {
+        digest.update((part.len() as u64).to_le_bytes());
+        digest.update(part);
+    }
+    Ok(scan::hex(&digest.finalize()))
+}
+
+/// The change set's manifest and snapshot must be the ones its `changes_recorded` row sealed:
+/// exactly one such row for the id in the turn, with an equal seal. Anything else is tampering.
+fn verify_seal(
+    audit: &dyn AuditStore,
+    set: &ChangeSet,
+    snapshot_json: &[u8],
+) -> Result<(), ChangeError> {
+    let tampered = |what: &str| ChangeError::Tampered {
+        id: set.id.clone(),
+        paths: vec![what.to_owned()],
+    };
+    let recorded: Vec<String> = audit
+        .replay(&set.turn_id)?
+        .into_iter()
+        .filter(|e| {
+            e.kind == AuditEventKind::ChangesRecorded
+                && e.request_key.as_deref() == Some(set.id.as_str())
+        })
+        .map(|e| e.reason.unwrap_or_default())
+        .collect();
+    let [reason] = recorded.as_slice() else {
+        return Err(tampered(
+            "the audit store holds no single record of this change set for its turn",
+        ));
+    };
+    let Some(sealed) = reason.strip_prefix(SEAL_PREFIX) else {
+        return Err(tampered(
+            "the audit store's record of this change set carries no seal",
+        ));
+    };
+    if sealed != seal(set, snapshot_json)? {
+        return Err(tampered(
+            "manifest.json or snapshot.json differs from what the run recorded in the audit store",
+        ));
+    }
+    Ok(())
+}
+
+fn refused_event(
+    set: &ChangeSet,
+    snapshot: &TurnExecutionSecuritySnapshot,
+    err: &ChangeError,
+    options: &ApplyOptions,
+) -> TurnPermissionAuditEvent {
+    let mut event = audit_event(set, snapshot, AuditEventKind::ChangesRefused);
+    event.reason = Some(err.code().to_owned());
+    event.message = Some(err.to_string());
+    event.decider = options.by.clone();
+    event
 }
 
 /// An audit event about change set `set`: `request_key` is its id, `target` its summary.
@@ -784,7 +901,9 @@ impl Review {
         let store = ChangeStore::new(self.dir.parent().unwrap_or(Path::new(".")));
         store.save(&set)?;
         if let Some(audit) = audit {
-            audit.append(audit_event(&set, snapshot, AuditEventKind::ChangesRecorded))?;
+            let mut event = audit_event(&set, snapshot, AuditEventKind::ChangesRecorded);
+            event.reason = Some(format!("{SEAL_PREFIX}{}", seal(&set, &json)?));
+            audit.append(event)?;
         }
         Ok(set)
     }

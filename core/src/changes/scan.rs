@@ -318,7 +318,7 @@ impl Scan<'_> {
     }
 
     /// A deletion of whatever the lower layer has at `rel`.
-    fn deleted(&mut self, rel: &Path, rel_s: &str, lower: PathState, content: Option<Vec<u8>>) {
+    fn deleted(&mut self, rel_s: &str, lower: PathState, content: Option<Vec<u8>>) {
         let entry = match &lower {
             PathState::File { .. } => EntryType::File,
             PathState::Dir { .. } => EntryType::Dir,
@@ -337,7 +337,6 @@ impl Scan<'_> {
         if let PathState::Dir { mode, .. } = &lower {
             change.old_mode = Some(*mode);
         }
-        let _ = rel;
         self.out.push(change);
     }
 
@@ -379,7 +378,7 @@ impl Scan<'_> {
                     } else {
                         (lower, lower_content)
                     };
-                    self.deleted(&child, &rel_s, lower, content);
+                    self.deleted(&rel_s, lower, content);
                 }
                 continue;
             }
@@ -416,7 +415,7 @@ impl Scan<'_> {
                                 // goes first.
                                 let (l, content) = self
                                     .lower_state(&child, matches!(lower, PathState::Dir { .. }))?;
-                                self.deleted(&child, &rel_s, l, content);
+                                self.deleted(&rel_s, l, content);
                                 before = PathState::Absent;
                             }
                             let mut c =
@@ -476,7 +475,7 @@ impl Scan<'_> {
                             if *other != PathState::Absent {
                                 let (l, lc) = self
                                     .lower_state(&child, matches!(other, PathState::Dir { .. }))?;
-                                self.deleted(&child, &rel_s, l, lc);
+                                self.deleted(&rel_s, l, lc);
                             }
                             let mut c = self.change(
                                 &rel_s,
@@ -513,7 +512,7 @@ impl Scan<'_> {
                             if *other != PathState::Absent {
                                 let (l, lc) = self
                                     .lower_state(&child, matches!(other, PathState::Dir { .. }))?;
-                                self.deleted(&child, &rel_s, l, lc);
+                                self.deleted(&rel_s, l, lc);
                             }
                             self.change(
                                 &rel_s,

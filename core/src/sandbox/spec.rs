@@ -248,6 +248,48 @@ impl SandboxSpec {
         self
     }
 
+    /// Hide turngate's own state directory `dir` (the audit store's, with its WAL and its
+    /// change sets) from the command when it lies beneath one of the roots: a command that
+    /// could write it could erase the audit log, forge approvals or edit pending change
+    /// sets. `Err(root)` when that cannot be done safely: `dir` is a writable root itself
+    /// (hiding it would hide the workspace), or there is no mount view to carry the mask.
+    pub fn hide_state_dir(&mut self, dir: &Path) -> Result<(), PathBuf> {
+        use std::os::unix::fs::MetadataExt;
+        let Some(root) = self
+            .roots
+            .iter()
+            .filter(|r| dir.starts_with(&r.path))
+            .max_by_key(|r| (r.access == FsAccess::Write, r.path.components().count()))
+        else {
+            return Ok(());
+        };
+        let writable = self.roots.iter().any(|r| {
+            r.access == FsAccess::Write
+                && self.mode != SandboxMode::ReadOnly
+                && dir.starts_with(&r.path)
+        });
+        #[cfg(target_os = "linux")]
+        let mount_view = super::namespace::probe().mount;
+        #[cfg(not(target_os = "linux"))]
+        let mount_view = false;
+        let meta = std::fs::symlink_metadata(dir).ok().filter(|m| m.is_dir());
+        match meta {
+            Some(meta) if mount_view && dir != root.path => {
+                self.masks.push(Mask {
+                    path: dir.to_path_buf(),
+                    kind: MaskKind::Hidden,
+                    dir: true,
+                    dev: meta.dev(),
+                    ino: meta.ino(),
+                });
+                Ok(())
+            }
+            _ if writable => Err(root.path.clone()),
+            // Beneath a read-only root and not hideable: readable, never writable.
+            _ => Ok(()),
+        }
+    }
+
     /// The HOME toolchain paths granted for reading (existing or not).
     pub fn home_toolchains(&self) -> Vec<PathBuf> {
         match (&self.home, self.system_roots) {
