@@ -32,6 +32,8 @@ from pathlib import Path
 SIZE = 1 << 30
 ROUNDS = 3
 REQUESTS = 200
+# sandbox-runtime relays through socat; a download slower than this is reported, not waited for.
+SRT_TIMEOUT = 120.0
 
 LATENCY_CLIENT = r"""
 import os, socket, sys, time, statistics
@@ -123,8 +125,12 @@ def main() -> None:
                 "--allow-net", f"127.0.0.1:{port}", "--policy", str(policy), "--approver", "deny",
                 "--workspace", str(ws), "--store", str(store or work / "audit.db"), "--", *argv]
 
-    def run(argv: list[str]) -> str:
-        r = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True)
+    def run(argv: list[str], timeout: float | None = None) -> str:
+        try:
+            r = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True,
+                               timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise SystemExit(f"{argv[0]} did not finish within {timeout:.0f} s")
         if r.returncode != 0:
             raise SystemExit(f"{' '.join(argv)} failed: {r.stderr}")
         return r.stdout.strip()
@@ -158,7 +164,8 @@ def main() -> None:
             try:
                 # srt puts loopback in NO_PROXY; cleared so curl uses srt's proxy.
                 srt_speed.append(speed(run([srt, "--settings", str(srt_settings), "--", "env",
-                                            "-u", "NO_PROXY", "-u", "no_proxy", *curl])))
+                                            "-u", "NO_PROXY", "-u", "no_proxy", *curl],
+                                           timeout=SRT_TIMEOUT)))
             except (SystemExit, ValueError) as e:
                 srt_error = str(e)[:300]
     lat_direct, lat_proxied, lat_tmpfs = [], [], []

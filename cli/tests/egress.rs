@@ -306,9 +306,7 @@ impl Env {
             for p in [&root, &workspace, &state, &home] {
                 std::os::unix::fs::chown(p, Some(uid), Some(gid)).unwrap();
             }
-            for f in ["probe.py"] {
-                std::os::unix::fs::chown(workspace.join(f), Some(uid), Some(gid)).unwrap();
-            }
+            std::os::unix::fs::chown(workspace.join("probe.py"), Some(uid), Some(gid)).unwrap();
         }
         Env {
             _base: base,
@@ -948,7 +946,7 @@ fn a_name_that_resolves_to_loopback_is_refused_after_its_one_resolution() {
         });
         assert_eq!(got.len(), 3, "{got:?}");
         assert!(
-            got[0].starts_with(&"HTTP 403 turngate egress proxy: connection to rebind.test:")
+            got[0].starts_with("HTTP 403 turngate egress proxy: connection to rebind.test:")
                 && got[0].contains("dns_refused"),
             "{who:?}: {got:?}"
         );

@@ -66,6 +66,9 @@ const MAX_CONNECTIONS: usize = 256;
 /// Longest time one upstream connect may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The read buffer of a forwarded request's upstream connection.
+const UPSTREAM_READ: usize = 256 * 1024;
+
 /// The tunnel's copy buffer, each direction.
 const TUNNEL_BUFFER: usize = 256 * 1024;
 
@@ -283,7 +286,9 @@ async fn forward(
     }
     parts.headers.insert(HOST, host_value);
     let request = Request::from_parts(parts, body);
+    // Large reads from upstream: a download is forwarded in few, big frames.
     let (mut sender, conn) = match hyper::client::conn::http1::Builder::new()
+        .read_buf_exact_size(Some(UPSTREAM_READ))
         .handshake::<_, Incoming>(TokioIo::new(upstream))
         .await
     {
