@@ -41,6 +41,7 @@ fn spec(workspace: &std::path::Path) -> SandboxSpec {
         home: None,
         masks: Vec::new(),
         masks_truncated: false,
+        review: None,
     }
 }
 

@@ -2,9 +2,9 @@
 //! still waiting for a person.
 //!
 //! This module records and replays; it never decides. [`AuditStore`] is the seam a shared
-//! server database can fill later; [`SqliteAuditStore`] is the embedded store (WAL,
-//! `synchronous=FULL`, group commit: an append returns only once its batch is committed, so an
-//! event reported as recorded survives a kill).
+//! server database can fill later; [`SqliteAuditStore`] is the embedded store (WAL, group
+//! commit: an append returns only once its batch is committed, so an event reported as
+//! recorded survives a kill of the process; [`Durability::Power`] also fsyncs each commit).
 
 mod redact;
 mod sqlite;
@@ -18,6 +18,20 @@ use crate::action::{Action, ActionKind};
 use crate::approval::{ApprovalResolution, TurnPermissionApprovalRequest};
 use crate::policy::PermissionMode;
 use crate::protocol::TurnExecutionSecuritySnapshot;
+
+/// How durable an append is once it returned (DESIGN §19).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// WAL with `synchronous=NORMAL` (the default): a committed append is in the WAL file and
+    /// survives any kill of the process (the kill -9 tests); a power loss may lose the last
+    /// commits, never corrupt the store.
+    #[default]
+    Process,
+    /// `synchronous=FULL`: every group commit is fsynced before the appenders hear back, so a
+    /// returned append survives a power loss.
+    Power,
+}
 
 pub use redact::{REDACTED, Redactor, redact_default};
 pub use sqlite::{SCHEMA_VERSION, SqliteAuditStore};

@@ -1,10 +1,12 @@
-//! The embedded SQLite audit store: WAL, `synchronous=FULL`, group commit.
+//! The embedded SQLite audit store: WAL, group commit, two durability levels (DESIGN §19).
 //!
 //! One writer thread owns the write connection. Appenders hand it jobs through a channel; it
-//! takes every job queued, runs them in one `BEGIN IMMEDIATE` transaction, commits (one fsync
-//! for the whole batch), and only then answers each appender. So an append that returned is
-//! on disk, and concurrent appenders share fsyncs. Reads use their own connection and see
-//! committed data only.
+//! takes every job queued, runs them in one `BEGIN IMMEDIATE` transaction, commits, and only
+//! then answers each appender. So an append that returned is committed to the WAL, and
+//! concurrent appenders share commits. With [`Durability::Process`] (the default,
+//! `synchronous=NORMAL`) a commit is in the WAL file, which survives any kill of the process;
+//! with [`Durability::Power`] (`synchronous=FULL`) each commit is also fsynced, which survives
+//! a power loss. Reads use their own connection and see committed data only.
 
 use std::path::Path;
 use std::sync::mpsc;
@@ -18,7 +20,8 @@ use serde::de::DeserializeOwned;
 use crate::action::Action;
 use crate::approval::TurnPermissionApprovalRequest;
 use crate::audit::{
-    AuditError, AuditStore, Consumed, StoredApproval, StoredResolution, TurnPermissionAuditEvent,
+    AuditError, AuditStore, Consumed, Durability, StoredApproval, StoredResolution,
+    TurnPermissionAuditEvent,
 };
 use crate::protocol::TurnExecutionSecuritySnapshot;
 
@@ -150,7 +153,15 @@ impl SqliteAuditStore {
     /// A store written by a newer schema is refused with [`AuditError::SchemaTooNew`] and left
     /// untouched.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, AuditError> {
-        Self::open_with(path.as_ref(), OpenFlags::default())
+        Self::open_durable(path, Durability::default())
+    }
+
+    /// [`SqliteAuditStore::open`] with an explicit [`Durability`].
+    pub fn open_durable(
+        path: impl AsRef<Path>,
+        durability: Durability,
+    ) -> Result<Self, AuditError> {
+        Self::open_with(path.as_ref(), OpenFlags::default(), durability)
     }
 
     /// Open the store at `path` only if it exists (migrating an older schema): for commands
@@ -161,10 +172,18 @@ impl SqliteAuditStore {
         if !path.is_file() {
             return Err(AuditError::Missing(path.display().to_string()));
         }
-        Self::open_with(path, OpenFlags::default() - OpenFlags::SQLITE_OPEN_CREATE)
+        Self::open_with(
+            path,
+            OpenFlags::default() - OpenFlags::SQLITE_OPEN_CREATE,
+            Durability::default(),
+        )
     }
 
-    fn open_with(path: &Path, flags: OpenFlags) -> Result<Self, AuditError> {
+    fn open_with(
+        path: &Path,
+        flags: OpenFlags,
+        durability: Durability,
+    ) -> Result<Self, AuditError> {
         let path_str = path.display().to_string();
         let sql = |source| AuditError::Sqlite {
             path: path_str.clone(),
@@ -207,9 +226,11 @@ impl SqliteAuditStore {
                 message: format!("could not switch to WAL (got `{mode}`)"),
             });
         }
-        writer
-            .execute_batch("PRAGMA synchronous = FULL;")
-            .map_err(sql)?;
+        let synchronous = match durability {
+            Durability::Process => "PRAGMA synchronous = NORMAL;",
+            Durability::Power => "PRAGMA synchronous = FULL;",
+        };
+        writer.execute_batch(synchronous).map_err(sql)?;
         migrate(&mut writer, &path_str)?;
 
         let reader = Connection::open_with_flags(path, flags).map_err(sql)?;
