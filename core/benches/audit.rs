@@ -1,5 +1,6 @@
 //! Durable audit append throughput: group commit vs raw batched SQLite inserts on the same
-//! disk, both WAL + `synchronous=FULL`, at 1, 8 and 64 concurrent writers (§9: ≥ 50%).
+//! disk, both WAL + `synchronous=FULL` (the store opened with `Durability::Power`, so the two
+//! sides fsync alike), at 1, 8 and 64 concurrent writers (§9: ≥ 50%).
 //!
 //! - `group_commit/C`: C threads share one `SqliteAuditStore`, each appending synchronously
 //!   (an append returns only after its batch committed).
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use turngate::audit::{
-    AuditDecision, AuditEventKind, AuditStore, ProfileSource, SqliteAuditStore,
+    AuditDecision, AuditEventKind, AuditStore, Durability, ProfileSource, SqliteAuditStore,
     TurnPermissionAuditEvent,
 };
 use turngate::{ActionKind, PermissionMode};
@@ -59,7 +60,9 @@ fn fresh(path: &std::path::Path) {
 fn group_commit(writers: u64) -> Duration {
     let path = bench_dir().join(format!("group-{writers}.db"));
     fresh(&path);
-    let store = Arc::new(SqliteAuditStore::open(&path).unwrap_or_else(|e| panic!("{e}")));
+    let store = Arc::new(
+        SqliteAuditStore::open_durable(&path, Durability::Power).unwrap_or_else(|e| panic!("{e}")),
+    );
     let per = EVENTS / writers;
     // Writers are spawned before the clock starts and released together, so the figure is the
     // store's throughput, not thread creation.
@@ -91,7 +94,9 @@ fn group_commit(writers: u64) -> Duration {
 fn group_commit_async(writers: u64, rt: &tokio::runtime::Runtime) -> Duration {
     let path = bench_dir().join(format!("group-async-{writers}.db"));
     fresh(&path);
-    let store = Arc::new(SqliteAuditStore::open(&path).unwrap_or_else(|e| panic!("{e}")));
+    let store = Arc::new(
+        SqliteAuditStore::open_durable(&path, Durability::Power).unwrap_or_else(|e| panic!("{e}")),
+    );
     let per = EVENTS / writers;
     rt.block_on(async {
         let start = Instant::now();
@@ -120,7 +125,9 @@ fn raw_batched(batch: u64) -> Duration {
     fresh(&path);
     // Same schema and pragmas as the store (open it once to create the file), then a plain
     // connection.
-    drop(SqliteAuditStore::open(&path).unwrap_or_else(|e| panic!("{e}")));
+    drop(
+        SqliteAuditStore::open_durable(&path, Durability::Power).unwrap_or_else(|e| panic!("{e}")),
+    );
     let mut conn = rusqlite::Connection::open(&path).unwrap_or_else(|e| panic!("{e}"));
     conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
         .unwrap_or_else(|e| panic!("{e}"));
