@@ -1275,7 +1275,7 @@ impl Gate {
         }
         // A `network = restricted` command's connections come back here through the egress
         // proxy, one decision each.
-        let egress = egress::GateEgress { gate: self, under };
+        let egress = egress::GateEgress::new(self, under);
         Ok(SpawnResult::Ran(Box::new(
             self.runner.run_with_egress(request, &egress).await?,
         )))
