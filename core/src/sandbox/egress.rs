@@ -468,3 +468,43 @@ async fn open(decider: &dyn EgressDecider, authority: &str) -> Result<TcpStream,
         format!("turngate egress proxy: could not connect to {authority}: {last}\n"),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn a_quiet_tunnel_is_closed_after_its_idle_timeout() {
+        let (client, mut far_client) = tokio::io::duplex(1024);
+        let (upstream, _far_upstream) = tokio::io::duplex(1024);
+        let idle = Duration::from_millis(200);
+        let ended = tokio::time::timeout(Duration::from_secs(10), tunnel(client, upstream, idle));
+        assert!(ended.await.is_ok(), "the idle tunnel was not closed");
+        // The client's end sees the tunnel gone.
+        let mut buf = [0u8; 8];
+        assert_eq!(far_client.read(&mut buf).await.ok(), Some(0));
+    }
+
+    #[tokio::test]
+    async fn a_tunnel_that_moves_bytes_stays_open_past_the_idle_timeout() {
+        let (client, mut far_client) = tokio::io::duplex(1024);
+        let (upstream, mut far_upstream) = tokio::io::duplex(1024);
+        let idle = Duration::from_millis(300);
+        let task = tokio::spawn(tunnel(client, upstream, idle));
+        // One byte every 100 ms for 1.2 s: four idle periods, never idle.
+        let mut buf = [0u8; 1];
+        for _ in 0..12 {
+            far_client.write_all(b"x").await.unwrap_or_default();
+            assert_eq!(far_upstream.read(&mut buf).await.ok(), Some(1));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(!task.is_finished(), "a busy tunnel was closed");
+        // Then silence: it is closed.
+        assert!(
+            tokio::time::timeout(Duration::from_secs(10), task)
+                .await
+                .is_ok()
+        );
+    }
+}
