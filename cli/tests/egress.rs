@@ -1013,3 +1013,261 @@ fn without_a_network_namespace_restricted_blocks_everything_and_says_so() {
         "{report}"
     );
 }
+
+/// Many CONNECTs at once through the proxy, non-blocking: `burst.py WAIT TARGET...` sends one
+/// `CONNECT TARGET` per argument, collects the response heads that come within WAIT seconds
+/// (after three quiet seconds it stops early), writes `STATUS...` lines to `held`, waits for
+/// the file `go` (the test looks at turngate meanwhile), then collects the rest for up to
+/// WAIT more seconds, closes everything, and (`after`) opens one more tunnel to the first
+/// target.
+const BURST: &str = r#"
+import os, socket, selectors, sys, time
+
+PROXY = ("127.0.0.1", int(os.environ["HTTP_PROXY"].rsplit(":", 1)[1]))
+wait = float(sys.argv[1])
+after = sys.argv[2] == "after"
+targets = sys.argv[3:]
+sel = selectors.DefaultSelector()
+state = {}
+for t in targets:
+    s = socket.socket()
+    s.setblocking(False)
+    s.connect_ex(PROXY)
+    state[s] = [t, b"", False]
+    sel.register(s, selectors.EVENT_WRITE)
+status = {}
+
+def collect(seconds):
+    start = last = time.monotonic()
+    while time.monotonic() - start < seconds and len(status) < len(targets):
+        if status and time.monotonic() - last > 3:
+            break
+        for key, ev in sel.select(timeout=0.2):
+            s = key.fileobj
+            t, buf, sent = state[s]
+            try:
+                if not sent:
+                    s.send(f"CONNECT {t} HTTP/1.1\r\nHost: {t}\r\n\r\n".encode())
+                    state[s][2] = True
+                    sel.modify(s, selectors.EVENT_READ)
+                    continue
+                data = s.recv(4096)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            buf += data
+            state[s][1] = buf
+            if not data or b"\r\n\r\n" in buf:
+                sel.unregister(s)
+                line = " ".join(buf.split(b"\r\n")[0].decode("latin-1").split(" ")[:2])
+                if b"too many pending approvals" in buf:
+                    line += " too-many"
+                status[s] = line if line else "CLOSED"
+                last = time.monotonic()
+
+def summary():
+    out = {}
+    for line in status.values():
+        key = line
+        out[key] = out.get(key, 0) + 1
+    return sorted(out.items())
+
+collect(wait)
+with open("held.tmp", "w") as f:
+    for k, n in summary():
+        f.write(f"{k}={n}\n")
+os.rename("held.tmp", "held")
+deadline = time.monotonic() + 60
+while not os.path.exists("go") and time.monotonic() < deadline:
+    time.sleep(0.05)
+collect(wait)
+for k, n in summary():
+    print(f"{k}={n}")
+for s in state:
+    s.close()
+if not after:
+    sys.exit(0)
+s = socket.create_connection(PROXY, timeout=30)
+s.sendall(f"CONNECT {targets[0]} HTTP/1.1\r\nHost: {targets[0]}\r\n\r\n".encode())
+print("AFTER", s.recv(4096).split(b"\r\n")[0].decode("latin-1"))
+"#;
+
+impl Env {
+    fn write_burst(&self) {
+        let path = self.workspace.join("burst.py");
+        std::fs::write(&path, BURST).unwrap();
+        if let Some((uid, gid)) = self.ids {
+            std::os::unix::fs::chown(&path, Some(uid), Some(gid)).unwrap();
+        }
+    }
+
+    /// Wait for `burst.py`'s `held` file and return its lines.
+    fn held(&self, child: &mut std::process::Child) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let path = self.workspace.join("held");
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                return text.lines().map(str::to_owned).collect();
+            }
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the command ended before it held its connections"
+            );
+            assert!(Instant::now() < deadline, "burst.py never held");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn go(&self) {
+        std::fs::write(self.workspace.join("go"), "").unwrap();
+    }
+
+    fn pending(&self) -> Vec<serde_json::Value> {
+        let out = Command::new(bin())
+            .args(["approvals", "list", "--json", "--store", &self.store()])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .unwrap()
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+fn finish(child: std::process::Child, who: Who) -> Vec<String> {
+    let out = child.wait_with_output().unwrap();
+    lines(&out, who)
+}
+
+/// E1 of the red-team pass: tunnels count against the proxy's connection cap for their whole
+/// life, so a command opening 600 tunnels gets at most 256 at once and turngate's descriptors
+/// stay bounded; closing them frees their places.
+#[test]
+fn tunnels_count_against_the_connection_cap_and_free_their_place_when_closed() {
+    assert!(namespaces_available());
+    for who in BOTH {
+        let env = Env::new(who);
+        env.write_burst();
+        let server = Server::start("127.0.0.1", "tunnel");
+        let target = format!("127.0.0.1:{}", server.port);
+        let mut argv = vec![
+            "python3".to_owned(),
+            "burst.py".to_owned(),
+            "15".to_owned(),
+            "after".to_owned(),
+        ];
+        argv.extend(std::iter::repeat_n(target.clone(), 600));
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let mut child = env
+            .command("deny", std::slice::from_ref(&target), &argv)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // setpriv execs turngate: the child is turngate itself.
+        let pid = child.id();
+        let held = env.held(&mut child);
+        let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .count();
+        let upstream = server.connections();
+        let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .map(str::to_owned)
+            .unwrap_or_default();
+        env.go();
+        let got = finish(child, who);
+        eprintln!(
+            "{who:?}: turngate held {fds} descriptors, {upstream} upstream connections, {rss}"
+        );
+        // Exactly the cap's worth of tunnels opened; the rest waited unanswered.
+        assert_eq!(held, vec!["HTTP/1.1 200=256"], "{who:?}");
+        assert!(upstream <= 256, "{who:?}: {upstream} upstream connections");
+        // A client and an upstream descriptor per tunnel, and turngate's own few (about 54);
+        // without the cap, 600 tunnels held 1200 and more.
+        assert!(
+            fds <= 2 * 256 + 128,
+            "{who:?}: turngate held {fds} descriptors"
+        );
+        // Closed tunnels gave their places back: the waiting ones and one more were served.
+        assert_eq!(
+            got.last().map(String::as_str),
+            Some("AFTER HTTP/1.1 200 OK"),
+            "{who:?}: {got:?}"
+        );
+    }
+}
+
+/// E2 of the red-team pass: concurrent connections to one unknown host share one ask and its
+/// answer; a command keeps at most 8 asks outstanding (the next unknown host gets a 403); the
+/// asks still pending when the command ends are cancelled, not left in the store.
+#[test]
+fn concurrent_asks_are_coalesced_capped_and_cancelled_when_the_command_ends() {
+    assert!(namespaces_available());
+    for who in BOTH {
+        let (held, pending, got, after) = in_private_network(move || {
+            let env = Env::new(who);
+            env.write_burst();
+            let server = Server::start("11.0.0.1", "pkg");
+            let p = server.port;
+            let mut argv = vec![
+                "python3".to_owned(),
+                "burst.py".to_owned(),
+                "8".to_owned(),
+                "-".to_owned(),
+            ];
+            argv.extend(std::iter::repeat_n(format!("pkg.test:{p}"), 40));
+            argv.extend((0..12).map(|i| format!("h{i}.test:443")));
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            let mut child = env
+                .command_with_hosts("defer", &[], &argv)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let held = env.held(&mut child);
+            let pending = env.pending();
+            // Approve the one pkg.test ask: all 40 connections waiting on it go through.
+            let pkg: Vec<_> = pending
+                .iter()
+                .filter(|a| {
+                    a["action"]["target"]
+                        .as_str()
+                        .is_some_and(|t| t.contains("pkg.test"))
+                })
+                .collect();
+            assert_eq!(pkg.len(), 1, "{who:?}: {pending:#?}");
+            let id = pkg[0]["request"]["id"].as_str().unwrap().to_owned();
+            let status = Command::new(bin())
+                .args([
+                    "approvals",
+                    "resolve",
+                    &id,
+                    "allow_once",
+                    "--store",
+                    &env.store(),
+                ])
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success());
+            env.go();
+            let got = finish(child, who);
+            (held, pending, got, env.pending())
+        });
+        // Until the answer: 12 distinct hosts and pkg.test, 8 asks at most: 5 refused.
+        assert_eq!(held, vec!["HTTP/1.1 403 too-many=5"], "{who:?}");
+        assert_eq!(pending.len(), 8, "{who:?}: {pending:#?}");
+        assert!(
+            got.contains(&"HTTP/1.1 200=40".to_owned()),
+            "{who:?}: {got:?}"
+        );
+        // The 7 asks nobody answered did not outlive the command.
+        assert_eq!(after, Vec::<serde_json::Value>::new(), "{who:?}");
+    }
+}

@@ -1335,7 +1335,7 @@ impl Gate {
                 let spec = SandboxSpec::from_snapshot(sandbox).with_policy(sandbox, &under.policy);
                 request = request.sandbox(self.hide_store(spec)?);
             }
-            let egress = egress::GateEgress { gate: self, under };
+            let egress = egress::GateEgress::new(self, under);
             return Ok(plain(SpawnResult::Ran(Box::new(
                 self.runner.run_with_egress(request, &egress).await?,
             ))));
@@ -1372,7 +1372,7 @@ impl Gate {
         spec.review = Some(session.layers().to_vec());
         // A `network = restricted` command's connections come back here through the egress
         // proxy, one decision each, reviewed or not.
-        let egress = egress::GateEgress { gate: self, under };
+        let egress = egress::GateEgress::new(self, under);
         let outcome = match self
             .runner
             .run_with_egress(request.sandbox(spec), &egress)

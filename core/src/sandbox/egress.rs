@@ -18,8 +18,10 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -29,7 +31,9 @@ use hyper::body::Incoming;
 use hyper::header::{HOST, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 /// The proxy's port inside the command's network namespace. The namespace is new for every
@@ -60,8 +64,17 @@ const MAX_HEAD: usize = 64 * 1024;
 /// Most header lines in one request.
 const MAX_HEADERS: usize = 100;
 
-/// Most client connections served at once; more wait in the kernel's backlog.
-const MAX_CONNECTIONS: usize = 256;
+/// Most client connections served at once, counting those that became tunnels and their
+/// forwarded requests' upstream connections: each holds one permit for its whole life. More
+/// wait in the kernel's backlog.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// A tunnel that carried no byte either way for this long is closed.
+pub const TUNNEL_IDLE_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// How long the accept loop pauses after a transient accept error (out of descriptors or
+/// memory), instead of spinning on it.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Longest time one upstream connect may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -142,28 +155,70 @@ pub(crate) async fn serve(
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
         return;
     };
+    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut conns = FuturesUnordered::new();
+    let mut accepting = true;
     loop {
+        // A permit first, then the accept: at most MAX_CONNECTIONS live connections, tunnels
+        // included (the permit moves into the tunnel task and is released when it ends).
+        let next = async {
+            let permit = permits.clone().acquire_owned().await;
+            (permit, listener.accept().await)
+        };
         tokio::select! {
-            accepted = listener.accept(), if conns.len() < MAX_CONNECTIONS => {
-                if let Ok((stream, _)) = accepted {
-                    let _ = stream.set_nodelay(true);
-                    conns.push(serve_connection(stream, decider, tasks.clone()));
+            (permit, accepted) = next, if accepting => {
+                let Ok(permit) = permit else { accepting = false; continue };
+                match accepted {
+                    Ok((stream, _)) => {
+                        let _ = stream.set_nodelay(true);
+                        let permit = Arc::new(permit);
+                        conns.push(serve_connection(stream, decider, tasks.clone(), permit));
+                    }
+                    Err(e) if transient(&e) => {
+                        drop(permit);
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    }
+                    // The listener itself is broken: serve what is open, accept no more.
+                    Err(_) => accepting = false,
                 }
             }
             Some(()) = conns.next(), if !conns.is_empty() => {}
+            else => return,
         }
     }
 }
+
+/// Whether an accept error passes (a resource runs short, or one client gave up before it
+/// was accepted) rather than meaning the listener is unusable.
+fn transient(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        e.kind(),
+        ErrorKind::ConnectionAborted
+            | ErrorKind::ConnectionReset
+            | ErrorKind::Interrupted
+            | ErrorKind::WouldBlock
+            | ErrorKind::OutOfMemory
+    ) || matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM | libc::EPROTO)
+            | Some(libc::EPERM | libc::ETIMEDOUT | libc::ENETDOWN | libc::EHOSTUNREACH)
+    )
+}
+
+/// A permit held for a connection's whole life (its tunnel or upstream tasks hold clones).
+type Permit = Arc<OwnedSemaphorePermit>;
 
 async fn serve_connection(
     stream: TcpStream,
     decider: &dyn EgressDecider,
     tasks: Arc<Mutex<JoinSet<()>>>,
+    permit: Permit,
 ) {
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let tasks = tasks.clone();
-        async move { Ok::<_, std::convert::Infallible>(handle(req, decider, tasks).await) }
+        let permit = permit.clone();
+        async move { Ok::<_, std::convert::Infallible>(handle(req, decider, tasks, permit).await) }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -178,6 +233,97 @@ async fn serve_connection(
         .await;
 }
 
+/// A stream that notes the time of its last byte moved, either way.
+struct Active<T> {
+    inner: T,
+    last: Arc<AtomicU64>,
+    start: Instant,
+}
+
+impl<T> Active<T> {
+    fn touch(&self) {
+        let now = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last.store(now, Ordering::Relaxed);
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Active<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.touch();
+        }
+        polled
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Active<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.touch();
+        }
+        polled
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Copy both ways until both ends are done, or until nothing moved for `idle`.
+async fn tunnel<A, B>(client: A, upstream: B, idle: Duration)
+where
+    A: AsyncRead + AsyncWrite + Unpin,
+    B: AsyncRead + AsyncWrite + Unpin,
+{
+    let start = Instant::now();
+    let last = Arc::new(AtomicU64::new(0));
+    let mut client = Active {
+        inner: client,
+        last: last.clone(),
+        start,
+    };
+    let mut upstream = Active {
+        inner: upstream,
+        last: last.clone(),
+        start,
+    };
+    let copy = tokio::io::copy_bidirectional_with_sizes(
+        &mut client,
+        &mut upstream,
+        TUNNEL_BUFFER,
+        TUNNEL_BUFFER,
+    );
+    let watchdog = async {
+        loop {
+            let since = Duration::from_millis(last.load(Ordering::Relaxed));
+            let quiet = start.elapsed().saturating_sub(since);
+            if quiet >= idle {
+                return;
+            }
+            tokio::time::sleep(idle - quiet).await;
+        }
+    };
+    tokio::select! {
+        _ = copy => {}
+        () = watchdog => {}
+    }
+}
+
 fn spawn(tasks: &Mutex<JoinSet<()>>, task: impl Future<Output = ()> + Send + 'static) {
     if let Ok(mut set) = tasks.lock() {
         // Finished tasks are reaped here so the set does not grow with the turn.
@@ -190,6 +336,7 @@ async fn handle(
     mut req: Request<Incoming>,
     decider: &dyn EgressDecider,
     tasks: Arc<Mutex<JoinSet<()>>>,
+    permit: Permit,
 ) -> Response<Body> {
     if req.method() == Method::CONNECT {
         // CONNECT's target is an authority (`host:port`), nothing else.
@@ -210,21 +357,14 @@ async fn handle(
         };
         let upgrade = hyper::upgrade::on(&mut req);
         spawn(&tasks, async move {
+            let _permit = permit;
             if let Ok(upgraded) = upgrade.await {
-                let mut client = TokioIo::new(upgraded);
-                let mut upstream = upstream;
-                let _ = tokio::io::copy_bidirectional_with_sizes(
-                    &mut client,
-                    &mut upstream,
-                    TUNNEL_BUFFER,
-                    TUNNEL_BUFFER,
-                )
-                .await;
+                tunnel(TokioIo::new(upgraded), upstream, TUNNEL_IDLE_TIMEOUT).await;
             }
         });
         return Response::new(http_body_util::Empty::new().map_err(|n| match n {}).boxed());
     }
-    forward(req, decider, tasks).await
+    forward(req, decider, tasks, permit).await
 }
 
 /// Absolute-form HTTP: check the URI's authority (the `Host` header is not trusted), connect
@@ -234,6 +374,7 @@ async fn forward(
     req: Request<Incoming>,
     decider: &dyn EgressDecider,
     tasks: Arc<Mutex<JoinSet<()>>>,
+    permit: Permit,
 ) -> Response<Body> {
     let uri = req.uri().clone();
     if uri.scheme_str() != Some("http") {
@@ -296,6 +437,7 @@ async fn forward(
         Err(e) => return text(StatusCode::BAD_GATEWAY, format!("upstream: {e}\n")),
     };
     spawn(&tasks, async move {
+        let _permit = permit;
         let _ = conn.await;
     });
     match sender.send_request(request).await {
@@ -325,4 +467,44 @@ async fn open(decider: &dyn EgressDecider, authority: &str) -> Result<TcpStream,
         StatusCode::BAD_GATEWAY,
         format!("turngate egress proxy: could not connect to {authority}: {last}\n"),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn a_quiet_tunnel_is_closed_after_its_idle_timeout() {
+        let (client, mut far_client) = tokio::io::duplex(1024);
+        let (upstream, _far_upstream) = tokio::io::duplex(1024);
+        let idle = Duration::from_millis(200);
+        let ended = tokio::time::timeout(Duration::from_secs(10), tunnel(client, upstream, idle));
+        assert!(ended.await.is_ok(), "the idle tunnel was not closed");
+        // The client's end sees the tunnel gone.
+        let mut buf = [0u8; 8];
+        assert_eq!(far_client.read(&mut buf).await.ok(), Some(0));
+    }
+
+    #[tokio::test]
+    async fn a_tunnel_that_moves_bytes_stays_open_past_the_idle_timeout() {
+        let (client, mut far_client) = tokio::io::duplex(1024);
+        let (upstream, mut far_upstream) = tokio::io::duplex(1024);
+        let idle = Duration::from_millis(300);
+        let task = tokio::spawn(tunnel(client, upstream, idle));
+        // One byte every 100 ms for 1.2 s: four idle periods, never idle.
+        let mut buf = [0u8; 1];
+        for _ in 0..12 {
+            far_client.write_all(b"x").await.unwrap_or_default();
+            assert_eq!(far_upstream.read(&mut buf).await.ok(), Some(1));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(!task.is_finished(), "a busy tunnel was closed");
+        // Then silence: it is closed.
+        assert!(
+            tokio::time::timeout(Duration::from_secs(10), task)
+                .await
+                .is_ok()
+        );
+    }
 }
