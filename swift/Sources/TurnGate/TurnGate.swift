@@ -60,7 +60,7 @@ extension TurnGateError: CustomStringConvertible {
         switch self {
         case let .Policy(message, _, _, _), let .Snapshot(_, message), let .Store(message),
             let .SandboxUnavailable(message), let .Approval(message), let .Run(message),
-            let .InvalidInput(message):
+            let .Changes(_, message, _), let .InvalidInput(message):
             return message
         }
     }

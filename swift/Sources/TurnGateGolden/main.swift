@@ -135,6 +135,7 @@ func errorType(_ e: TurnGateError) -> (String, String) {
     case let .SandboxUnavailable(message): return ("SandboxUnavailable", message)
     case let .Approval(message): return ("Approval", message)
     case let .Run(message): return ("Run", message)
+    case let .Changes(_, message, _): return ("Changes", message)
     case let .InvalidInput(message): return ("InvalidInput", message)
     }
 }
