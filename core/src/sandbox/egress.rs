@@ -308,19 +308,192 @@ where
         TUNNEL_BUFFER,
         TUNNEL_BUFFER,
     );
-    let watchdog = async {
-        loop {
-            let since = Duration::from_millis(last.load(Ordering::Relaxed));
-            let quiet = start.elapsed().saturating_sub(since);
-            if quiet >= idle {
-                return;
-            }
-            tokio::time::sleep(idle - quiet).await;
-        }
-    };
     tokio::select! {
         _ = copy => {}
-        () = watchdog => {}
+        () = idle_watchdog(&last, start, idle) => {}
+    }
+}
+
+/// Wait until nothing moved for `idle` since the last touch of `last` (milliseconds after
+/// `start`).
+async fn idle_watchdog(last: &AtomicU64, start: Instant, idle: Duration) {
+    loop {
+        let since = Duration::from_millis(last.load(Ordering::Relaxed));
+        let quiet = start.elapsed().saturating_sub(since);
+        if quiet >= idle {
+            return;
+        }
+        tokio::time::sleep(idle - quiet).await;
+    }
+}
+
+/// A tunnel between two TCP sockets that never copies through this process: each direction
+/// `splice`s from one socket into a pipe and from the pipe into the other socket, so a
+/// download through the proxy costs the kernel's page moves, not two copies in and out of
+/// user space (DESIGN §13's throughput budget).
+#[cfg(target_os = "linux")]
+mod splice {
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+
+    use bytes::Bytes;
+    use tokio::io::{AsyncWriteExt, Interest};
+    use tokio::net::TcpStream;
+
+    /// The pipe's capacity asked for (the kernel's default is 64 KiB; a refusal keeps it).
+    const PIPE_SIZE: libc::c_int = 1 << 20;
+
+    /// Most bytes one `splice` call moves.
+    const CHUNK: usize = 1 << 20;
+
+    /// The copy buffer of a burst that could get no pipe.
+    const FALLBACK_BUFFER: usize = 256 * 1024;
+
+    #[cfg(test)]
+    thread_local! {
+        /// Tests: every pipe fails as if out of descriptors (the copy fallback).
+        pub(super) static NO_PIPES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// One direction's pipe.
+    struct Pipe {
+        read: OwnedFd,
+        write: OwnedFd,
+    }
+
+    impl Pipe {
+        fn new() -> io::Result<Pipe> {
+            #[cfg(test)]
+            if NO_PIPES.with(std::cell::Cell::get) {
+                return Err(io::Error::from_raw_os_error(libc::EMFILE));
+            }
+            let mut fds = [0 as RawFd; 2];
+            // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: both descriptors were just created and nothing else owns them.
+            let pipe = unsafe {
+                Pipe {
+                    read: OwnedFd::from_raw_fd(fds[0]),
+                    write: OwnedFd::from_raw_fd(fds[1]),
+                }
+            };
+            // SAFETY: F_SETPIPE_SZ on a pipe this function owns; failure leaves the default.
+            unsafe { libc::fcntl(pipe.write.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE) };
+            Ok(pipe)
+        }
+    }
+
+    /// One non-blocking `splice` of up to `len` bytes; `WouldBlock` when `from` has nothing
+    /// or `to` has no room.
+    fn splice(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
+        // SAFETY: plain descriptors and no offsets (sockets and pipes have none).
+        let n = unsafe {
+            libc::splice(
+                from,
+                std::ptr::null_mut(),
+                to,
+                std::ptr::null_mut(),
+                len,
+                libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
+            )
+        };
+        usize::try_from(n).map_err(|_| io::Error::last_os_error())
+    }
+
+    /// Move everything `src` sends to `dst` until `src`'s end of stream, then shut down
+    /// `dst`'s sending side (a half-close passes through, as with a copy).
+    ///
+    /// A pipe is held only while bytes are moving: it is made when `src` becomes readable and
+    /// closed when `src` has nothing more for now, so an idle tunnel holds its two sockets and
+    /// nothing else (the connection cap bounds turngate's descriptors, E1). When no pipe can
+    /// be had (out of descriptors), that burst is copied through a buffer instead.
+    async fn one_way(
+        src: &TcpStream,
+        dst: &TcpStream,
+        touch: &(dyn Fn() + Sync),
+    ) -> io::Result<()> {
+        let mut buffer: Vec<u8> = Vec::new();
+        loop {
+            src.readable().await?;
+            let pipe = Pipe::new().ok();
+            if pipe.is_none() && buffer.is_empty() {
+                buffer.resize(FALLBACK_BUFFER, 0);
+            }
+            loop {
+                let read = match &pipe {
+                    // The pipe is empty here: `WouldBlock` means `src` has nothing yet.
+                    Some(pipe) => src.try_io(Interest::READABLE, || {
+                        splice(src.as_raw_fd(), pipe.write.as_raw_fd(), CHUNK)
+                    }),
+                    None => src.try_read(&mut buffer),
+                };
+                let n = match read {
+                    Ok(0) => {
+                        // SAFETY: shutdown of a socket `dst` owns; its descriptor stays open.
+                        unsafe { libc::shutdown(dst.as_raw_fd(), libc::SHUT_WR) };
+                        return Ok(());
+                    }
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(e),
+                };
+                touch();
+                let mut done = 0;
+                while done < n {
+                    dst.writable().await?;
+                    let wrote = match &pipe {
+                        Some(pipe) => dst.try_io(Interest::WRITABLE, || {
+                            splice(pipe.read.as_raw_fd(), dst.as_raw_fd(), n - done)
+                        }),
+                        None => dst.try_write(&buffer[done..n]),
+                    };
+                    match wrote {
+                        Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                        Ok(m) => {
+                            done += m;
+                            touch();
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The CONNECT tunnel between `client` (whose bytes already read past the CONNECT head
+    /// are `early`) and `upstream`, until both directions ended, one failed, or nothing moved
+    /// for `idle`.
+    pub(super) async fn tunnel(
+        client: TcpStream,
+        early: Bytes,
+        mut upstream: TcpStream,
+        idle: Duration,
+    ) {
+        let start = Instant::now();
+        let last = AtomicU64::new(0);
+        let touch = || {
+            let now = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+            last.store(now, Ordering::Relaxed);
+        };
+        let copy = async {
+            if !early.is_empty() {
+                upstream.write_all(&early).await?;
+                touch();
+            }
+            tokio::try_join!(
+                one_way(&client, &upstream, &touch),
+                one_way(&upstream, &client, &touch)
+            )
+        };
+        tokio::select! {
+            _ = copy => {}
+            () = super::idle_watchdog(&last, start, idle) => {}
+        }
     }
 }
 
@@ -359,6 +532,17 @@ async fn handle(
         spawn(&tasks, async move {
             let _permit = permit;
             if let Ok(upgraded) = upgrade.await {
+                // The client's own socket back (with what hyper read past the CONNECT head):
+                // the tunnel moves bytes between the two sockets in the kernel.
+                #[cfg(target_os = "linux")]
+                let upgraded = match upgraded.downcast::<TokioIo<TcpStream>>() {
+                    Ok(parts) => {
+                        let client = parts.io.into_inner();
+                        splice::tunnel(client, parts.read_buf, upstream, TUNNEL_IDLE_TIMEOUT).await;
+                        return;
+                    }
+                    Err(upgraded) => upgraded,
+                };
                 tunnel(TokioIo::new(upgraded), upstream, TUNNEL_IDLE_TIMEOUT).await;
             }
         });
@@ -473,6 +657,132 @@ async fn open(decider: &dyn EgressDecider, authority: &str) -> Result<TcpStream,
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Two connected TCP pairs: (the far client, the proxy's client side) and (the proxy's
+    /// upstream side, the far server).
+    #[cfg(target_os = "linux")]
+    async fn socket_pairs() -> ((TcpStream, TcpStream), (TcpStream, TcpStream)) {
+        let mut pairs = Vec::new();
+        for _ in 0..2 {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let addr = listener.local_addr().expect("addr");
+            let (near, far) = tokio::join!(TcpStream::connect(addr), listener.accept());
+            pairs.push((near.expect("connect"), far.expect("accept").0));
+        }
+        let (upstream, far_server) = pairs.pop().expect("pair");
+        let (far_client, client) = pairs.pop().expect("pair");
+        ((far_client, client), (upstream, far_server))
+    }
+
+    fn pattern(len: usize, seed: u8) -> Vec<u8> {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn the_spliced_tunnel_carries_every_byte_both_ways_early_bytes_first() {
+        carries_every_byte_both_ways().await;
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn without_pipes_the_tunnel_copies_every_byte_both_ways() {
+        splice::NO_PIPES.with(|no| no.set(true));
+        carries_every_byte_both_ways().await;
+        splice::NO_PIPES.with(|no| no.set(false));
+    }
+
+    #[cfg(target_os = "linux")]
+    async fn carries_every_byte_both_ways() {
+        let ((mut far_client, client), (upstream, mut far_server)) = socket_pairs().await;
+        let task = tokio::spawn(splice::tunnel(
+            client,
+            Bytes::from_static(b"early:"),
+            upstream,
+            Duration::from_secs(30),
+        ));
+        let up = pattern(8 << 20, 7);
+        let down = pattern(3 << 20, 91);
+        let (client_side, server_side) = tokio::join!(
+            async {
+                far_client.write_all(&up).await.expect("client write");
+                far_client.shutdown().await.expect("client half-close");
+                let mut got = Vec::new();
+                far_client.read_to_end(&mut got).await.expect("client read");
+                got
+            },
+            async {
+                let mut got = Vec::new();
+                // The client's half-close reaches the server as end of stream...
+                far_server.read_to_end(&mut got).await.expect("server read");
+                // ...while the other direction still carries the answer.
+                far_server.write_all(&down).await.expect("server write");
+                far_server.shutdown().await.expect("server half-close");
+                got
+            }
+        );
+        let mut expected = b"early:".to_vec();
+        expected.extend_from_slice(&up);
+        assert_eq!(server_side.len(), expected.len());
+        assert!(server_side == expected, "the upstream got different bytes");
+        assert!(client_side == down, "the client got different bytes");
+        let ended = tokio::time::timeout(Duration::from_secs(10), task).await;
+        assert!(
+            ended.is_ok(),
+            "the tunnel did not end after both half-closes"
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_quiet_spliced_tunnel_is_closed_after_its_idle_timeout() {
+        let ((mut far_client, client), (upstream, _far_server)) = socket_pairs().await;
+        let idle = Duration::from_millis(200);
+        let ended = tokio::time::timeout(
+            Duration::from_secs(10),
+            splice::tunnel(client, Bytes::new(), upstream, idle),
+        );
+        assert!(ended.await.is_ok(), "the idle tunnel was not closed");
+        // The tunnel's sockets are gone: the client sees end of stream.
+        let mut buf = [0u8; 8];
+        assert_eq!(far_client.read(&mut buf).await.ok(), Some(0));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_reset_upstream_ends_the_spliced_tunnel() {
+        let ((_far_client, client), (upstream, far_server)) = socket_pairs().await;
+        let task = tokio::spawn(splice::tunnel(
+            client,
+            Bytes::new(),
+            upstream,
+            Duration::from_secs(60),
+        ));
+        // An abortive close (RST) of the server's end.
+        use std::os::fd::AsRawFd;
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: SO_LINGER with a valid struct on a socket this test owns.
+        let set = unsafe {
+            libc::setsockopt(
+                far_server.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&raw const linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(set, 0, "SO_LINGER");
+        drop(far_server);
+        let ended = tokio::time::timeout(Duration::from_secs(10), task).await;
+        assert!(ended.is_ok(), "a reset upstream left the tunnel open");
+    }
 
     #[tokio::test]
     async fn a_quiet_tunnel_is_closed_after_its_idle_timeout() {
