@@ -6,7 +6,7 @@ TURNGATE_BIN and TURNGATE_MCP_TOOLS."""
 
 import json
 import os
-import subprocess
+import sqlite3
 import sys
 import tempfile
 from pathlib import Path
@@ -41,9 +41,14 @@ def wrap_params(ws: Path, state: Path, program: str, command: list[str], reads: 
 
 
 def audit(state: Path) -> list[dict]:
-    out = subprocess.run([TURNGATE, "audit", "--json", "--store", str(state / "audit.db")],
-                         check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
+    """Every audit event the wrap recorded (allowed decisions too, which the timeline of
+    `turngate audit` does not show), read from the store with SQLite itself."""
+    db = sqlite3.connect(f"file:{state / 'audit.db'}?mode=ro", uri=True)
+    db.row_factory = sqlite3.Row
+    rows = db.execute("SELECT kind, action_kind, target, tool_name, reason FROM audit_events "
+                      "ORDER BY turn_id, seq").fetchall()
+    db.close()
+    return [dict(r) for r in rows]
 
 
 def text_of(result) -> str:
@@ -71,15 +76,17 @@ def test_filesystem_server_read_allowed_write_asks_and_is_denied():
         async def body(session):
             tools = {t.name: t for t in (await session.list_tools()).tools}
             read_tool = "read_text_file" if "read_text_file" in tools else "read_file"
-            assert tools[read_tool].annotations and tools[read_tool].annotations.readOnlyHint
+            assert tools[read_tool].annotations and tools[read_tool].annotations.read_only_hint
             r = await session.call_tool(read_tool, {"path": str(ws / "hello.txt")})
-            assert not r.isError, r
+            assert not r.is_error, r
             assert "hello from the workspace" in text_of(r)
             r = await session.call_tool("write_file", {"path": str(ws / "new.txt"), "content": "x"})
             return r
 
         r = anyio.run(session_run, fs_params(ws, state), body)
-        assert r.isError, r
+        read_tool = next(x["tool_name"] for x in audit(state)
+                         if str(x.get("target", "")).startswith("fs/read"))
+        assert r.is_error, r
         assert "Permission denied by turngate" in text_of(r), text_of(r)
         assert not (ws / "new.txt").exists(), "a denied write reached the disk"
         rows = audit(state)
@@ -88,7 +95,8 @@ def test_filesystem_server_read_allowed_write_asks_and_is_denied():
                    for x in write), rows
         assert any(x["kind"] == "decision_denied" for x in write), rows
         assert any(x["kind"] == "decision_allowed" and x["action_kind"] == "mcp_read"
-                   for x in rows if str(x.get("target", "")).startswith("fs/read")), rows
+                   and x["tool_name"] == read_tool for x in rows
+                   if str(x.get("target", "")).startswith("fs/read")), rows
 
 
 def test_filesystem_server_cannot_read_outside_its_sandbox():
@@ -104,7 +112,7 @@ def test_filesystem_server_cannot_read_outside_its_sandbox():
             return await session.call_tool(read_tool, {"path": str(outside / "secret.txt")})
 
         r = anyio.run(session_run, fs_params(ws, state, approver="allow", extra_dirs=[outside]), body)
-        assert r.isError, r
+        assert r.is_error, r
         assert "TOPSECRET" not in text_of(r)
         assert "Permission denied by turngate" in text_of(r), text_of(r)
 
@@ -146,8 +154,8 @@ def test_sdk_server_changing_a_description_asks_with_tool_definition_changed():
             return before, after
 
         before, after = anyio.run(session_run, sdk_params(ws, state), body)
-        assert not before.isError and text_of(before) == "lookup: alpha", before
-        assert after.isError, after
+        assert not before.is_error and text_of(before) == "lookup: alpha", before
+        assert after.is_error, after
         rows = [x for x in audit(state) if x.get("target") == "fs/lookup"]
         asked = [x for x in rows if x["kind"] == "approval_requested"]
         assert len(asked) == 1 and asked[0]["reason"] == "tool_definition_changed", rows
@@ -163,6 +171,6 @@ def test_sdk_client_calling_a_tool_not_in_the_last_listing_is_write_or_unknown()
             return await session.call_tool("ghost", {})
 
         r = anyio.run(session_run, sdk_params(ws, state), body)
-        assert r.isError, r
+        assert r.is_error, r
         rows = [x for x in audit(state) if x.get("target") == "fs/ghost"]
         assert rows and rows[0]["action_kind"] == "mcp_write_or_unknown", rows
