@@ -267,14 +267,14 @@ impl<'g> McpProxy<'g> {
                         )],
                         server: Vec::new(),
                     },
-                    Some(Frame::Line(line)) => self.from_client(&line, &mut decisions),
+                    Some(Frame::Line(line)) => self.on_client(&line, &mut decisions),
                 },
                 frame = srx.recv() => match frame {
                     None => break ProxyEnd::ServerClosed,
                     Some(Frame::TooLong) => break ProxyEnd::ServerBroke(format!(
                         "the server sent a message longer than {max} bytes"
                     )),
-                    Some(Frame::Line(line)) => self.from_server(&line),
+                    Some(Frame::Line(line)) => self.on_server(&line),
                 },
                 Some(done) = decisions.next(), if !decisions.is_empty() => self.decided(done),
                 () = tokio::time::sleep_until(drain_until), if client_closed => {
@@ -318,7 +318,7 @@ impl<'g> McpProxy<'g> {
             .collect()
     }
 
-    fn from_client(&mut self, line: &[u8], decisions: &mut FuturesUnordered<Deciding<'g>>) -> Out {
+    fn on_client(&mut self, line: &[u8], decisions: &mut FuturesUnordered<Deciding<'g>>) -> Out {
         let mut out = Out::default();
         let msg = match jsonrpc::parse(line) {
             Ok(m) => m,
@@ -430,7 +430,7 @@ impl<'g> McpProxy<'g> {
         out
     }
 
-    fn from_server(&mut self, line: &[u8]) -> Out {
+    fn on_server(&mut self, line: &[u8]) -> Out {
         let mut out = Out::default();
         let msg = match jsonrpc::parse(line) {
             Ok(m) => m,
