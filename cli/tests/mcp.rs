@@ -603,3 +603,71 @@ fn a_refused_server_command_does_not_start_and_says_why() {
     assert!(stderr.contains("server's command was refused"), "{stderr}");
     assert!(!stderr.contains("SERVER-SAW"), "{stderr}");
 }
+
+#[test]
+fn a_deferred_call_waits_for_its_resolution_while_the_session_goes_on() {
+    if !python_available() {
+        return;
+    }
+    let mut w = Wrap::start("auto_accept_edits", "defer", &[], &[]);
+    w.initialize();
+    w.list(2);
+    let target = w.ws.path().join("deferred.txt");
+    w.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                  "params": {"name": "write", "arguments": {"path": target, "content": "ok"}}}));
+    // The session answers other requests while the call waits for a person.
+    let r = w.request(4, "ping", json!({}));
+    assert!(r.get("result").is_some(), "{r}");
+    let store = w.state.path().join("audit.db");
+    let start = std::time::Instant::now();
+    let request_id = loop {
+        let out = Command::new(bin())
+            .args(["approvals", "list", "--json", "--store"])
+            .arg(&store)
+            .output()
+            .unwrap();
+        let pending: Value = serde_json::from_slice(&out.stdout).unwrap_or(json!([]));
+        if let Some(id) = pending[0]["request"]["id"].as_str() {
+            break id.to_owned();
+        }
+        assert!(start.elapsed() < WAIT, "no pending request");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(!target.exists(), "the call ran before it was approved");
+    let out = Command::new(bin())
+        .args(["approvals", "resolve", &request_id, "allow_once", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let r = w.response(&json!(3));
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "ok");
+    let f = w.finish();
+    assert_eq!(
+        f.events_for("fx/write")
+            .iter()
+            .filter(|e| e["kind"] == "approval_requested")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn a_second_request_with_an_id_in_flight_is_refused() {
+    if !python_available() {
+        return;
+    }
+    let mut w = Wrap::start("auto_accept_edits", "defer", &[], &[]);
+    w.initialize();
+    w.list(2);
+    // The first call waits for a person; a tools/list under the same id must not be taken
+    // for its answer (nor its answer for a listing).
+    w.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                  "params": {"name": "write", "arguments": {"path": "x.txt"}}}));
+    let r = w.request(3, "tools/list", json!({}));
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    drop(w.stdin.take());
+    let f = w.finish();
+    assert!(!f.server_saw_call("write", None));
+}
