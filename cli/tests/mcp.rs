@@ -74,13 +74,78 @@ fn policy_allowing_the_server(dir: &Path) -> PathBuf {
     p
 }
 
+/// The unprivileged test user's uid and gid, created on first use (the tests run as root),
+/// as in `namespace_layer.rs`: root and a normal user hit different kernel checks.
+fn test_user() -> (u32, u32) {
+    let id = |flag: &str| {
+        Command::new("id")
+            .args([flag, "tgsbx"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+            })
+    };
+    if id("-u").is_none() {
+        let status = Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                "tgsbx",
+            ])
+            .status()
+            .expect("useradd");
+        assert!(
+            status.success() || status.code() == Some(9),
+            "useradd: {status}"
+        );
+    }
+    (id("-u").expect("uid"), id("-g").expect("gid"))
+}
+
 impl Wrap {
     fn start(mode: &str, approver: &str, extra: &[&str], env: &[(&str, &str)]) -> Wrap {
+        Self::start_as(None, mode, approver, extra, env)
+    }
+
+    /// [`Wrap::start`], run as `ids` (uid, gid) through `setpriv` when given.
+    fn start_as(
+        ids: Option<(u32, u32)>,
+        mode: &str,
+        approver: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Wrap {
         let ws = tempfile::tempdir().unwrap();
         let state = tempfile::tempdir().unwrap();
         std::fs::write(ws.path().join("server.py"), SERVER).unwrap();
         let policy = policy_allowing_the_server(state.path());
-        let mut cmd = Command::new(bin());
+        let mut cmd = match ids {
+            Some((uid, gid)) => {
+                for path in [
+                    ws.path().to_path_buf(),
+                    ws.path().join("server.py"),
+                    state.path().to_path_buf(),
+                    policy.clone(),
+                ] {
+                    std::os::unix::fs::chown(&path, Some(uid), Some(gid)).unwrap();
+                }
+                let mut cmd = Command::new("setpriv");
+                cmd.arg(format!("--reuid={uid}"))
+                    .arg(format!("--regid={gid}"))
+                    .arg("--clear-groups")
+                    .arg("--")
+                    .arg(bin());
+                cmd
+            }
+            None => Command::new(bin()),
+        };
         cmd.args([
             "mcp",
             "wrap",
@@ -670,4 +735,35 @@ fn a_second_request_with_an_id_in_flight_is_refused() {
     drop(w.stdin.take());
     let f = w.finish();
     assert!(!f.server_saw_call("write", None));
+}
+
+#[test]
+fn an_unprivileged_user_gets_the_same_decisions_and_the_same_sandbox() {
+    use std::os::unix::fs::PermissionsExt;
+    if !python_available() {
+        return;
+    }
+    let ids = test_user();
+    // Readable by anyone, so only the sandbox stands between the server and the file.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "TOPSECRET").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut w = Wrap::start_as(Some(ids), "auto_accept_edits", "deny", &[], &[]);
+    w.initialize();
+    w.list(2);
+    let r = w.call(3, "echo", json!({"text": "hi"}));
+    assert_eq!(r["result"]["content"][0]["text"], "hi", "{r}");
+    let r = w.call(4, "peek", json!({"where": secret}));
+    let text = r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(text.starts_with("peek failed"), "{r}");
+    let target = w.ws.path().join("out.txt");
+    refused_text(&w.call(5, "write", json!({"path": target})));
+    assert!(!target.exists());
+    let f = w.finish();
+    assert!(f.server_saw_call("peek", None) && !f.server_saw_call("write", None));
 }
