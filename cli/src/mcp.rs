@@ -57,6 +57,10 @@ pub struct WrapArgs {
     /// The turn id recorded in the audit log (default: a fresh one).
     #[arg(long)]
     turn: Option<String>,
+    /// Write the server's sandbox report (backend, namespaces, masks, degradations) as JSON
+    /// to FILE when it exits.
+    #[arg(long, value_name = "FILE")]
+    sandbox_report: Option<PathBuf>,
     /// The longest JSON-RPC message accepted from either side, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
     max_message_bytes: usize,
@@ -160,7 +164,13 @@ fn wrap(args: &WrapArgs) -> Result<u8, CliError> {
     let mut options = ProxyOptions::new(name);
     options.max_line = args.max_message_bytes;
     let store: Arc<dyn AuditStore> = store;
-    let result = rt.block_on(serve(&gate, store, options, &args.command));
+    let result = rt.block_on(serve(
+        &gate,
+        store,
+        options,
+        &args.command,
+        args.sandbox_report.as_deref(),
+    ));
     // The client's stdin reader may be blocked in a read: do not wait for it.
     rt.shutdown_background();
     result
@@ -171,6 +181,7 @@ async fn serve(
     store: Arc<dyn AuditStore>,
     options: ProxyOptions,
     command: &[String],
+    report: Option<&std::path::Path>,
 ) -> Result<u8, CliError> {
     let (child, to_server, from_server) =
         StdioPipes::new().map_err(|e| CliError(format!("pipes for the server: {e}")))?;
@@ -215,7 +226,7 @@ async fn serve(
         eprintln!("turngate mcp: the client's side failed: {e}");
     }
     match spawned? {
-        SpawnResult::Ran(outcome) => session::finish(&outcome, None),
+        SpawnResult::Ran(outcome) => session::finish(&outcome, report),
         SpawnResult::Denied(denial) => Ok(session::denied(&format!(
             "the server's command was refused: {}",
             denial.reason

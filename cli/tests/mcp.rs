@@ -601,7 +601,14 @@ fn the_server_cannot_read_outside_its_sandbox_even_when_asked() {
     let outside = tempfile::tempdir().unwrap();
     let secret = outside.path().join("secret.txt");
     std::fs::write(&secret, "TOPSECRET").unwrap();
-    let mut w = Wrap::start("auto_accept_edits", "allow", &[], &[]);
+    let report = outside.path().join("report.json");
+    let report_arg = report.to_str().unwrap().to_owned();
+    let mut w = Wrap::start(
+        "auto_accept_edits",
+        "allow",
+        &["--sandbox-report", &report_arg],
+        &[],
+    );
     w.initialize();
     w.list(2);
     // `where` does not say it is a path, so only the sandbox stands in the way.
@@ -633,6 +640,10 @@ fn the_server_cannot_read_outside_its_sandbox_even_when_asked() {
         "this call was meant to reach the server"
     );
     assert!(!f.server_saw_call("write", None));
+    // The server ran sandboxed, and the report says with what.
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_ne!(report["status"], "unavailable", "{report}");
+    println!("sandbox report: {report}");
 }
 
 #[test]
