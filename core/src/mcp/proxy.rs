@@ -650,3 +650,42 @@ async fn wait_and_resume(
     gate.resume(request_id, Decision::approve())
         .map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn frames(input: &'static [u8], max: usize) -> Vec<Option<Vec<u8>>> {
+        let (tx, mut rx) = mpsc::channel(16);
+        read_frames(input, max, tx).await;
+        let mut out = Vec::new();
+        while let Some(f) = rx.recv().await {
+            out.push(match f {
+                Frame::Line(l) => Some(l),
+                Frame::TooLong => None,
+            });
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn lines_are_split_on_newlines_and_a_long_one_is_skipped_to_its_end() {
+        let got = frames(b"ab\r\n\n   \nthis line is too long\nok\ntail", 8).await;
+        assert_eq!(
+            got,
+            vec![Some(b"ab".to_vec()), None, Some(b"ok".to_vec())],
+            "blank lines are skipped; an unterminated last line is not a message"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_long_line_is_reported_once_however_it_is_chunked() {
+        let long: &'static [u8] = Box::leak(
+            [vec![b'x'; 200_000], b"\nnext\n".to_vec()]
+                .concat()
+                .into_boxed_slice(),
+        );
+        let got = frames(long, 1024).await;
+        assert_eq!(got, vec![None, Some(b"next".to_vec())]);
+    }
+}
