@@ -15,6 +15,7 @@ use turngate::{ActionKind, Effect, PermissionMode, Policy};
 
 mod changes;
 mod check;
+mod mcp;
 mod session;
 mod tooling;
 
@@ -78,6 +79,9 @@ enum Command {
     /// Re-decide every recorded decision under a candidate policy and list the ones that
     /// flip (before -> after, rule, layer). Exits 0 with no flips, 4 with flips.
     Replay(ReplayCliArgs),
+    /// MCP servers under the gate and the sandbox.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
 }
 
 #[derive(Debug, Args)]
@@ -357,6 +361,18 @@ fn resolve_turn_with(
     allow_net: &[String],
     net: Option<NetChoice>,
 ) -> Result<turngate::protocol::TurnExecutionSecuritySnapshot, CliError> {
+    resolve_turn_full(profile, cwd, allow_net, net, &[])
+}
+
+/// [`resolve_turn_with`], with `read_roots` as the context's app read roots (directories the
+/// command may read besides the workspace).
+fn resolve_turn_full(
+    profile: &ProfileArgs,
+    cwd: Option<&Path>,
+    allow_net: &[String],
+    net: Option<NetChoice>,
+    read_roots: &[PathBuf],
+) -> Result<turngate::protocol::TurnExecutionSecuritySnapshot, CliError> {
     let mode = match &profile.mode {
         Some(m) => Some(m.parse::<PermissionMode>()?),
         None => None,
@@ -380,6 +396,7 @@ fn resolve_turn_with(
     context.allow_home_workspace = profile.allow_home_workspace;
     context.network_mode = net.map(NetChoice::mode);
     context.allowed_domains = allow_net.to_vec();
+    context.app_read_roots.extend(read_roots.iter().cloned());
     if let Some(cwd) = cwd {
         context.cwd = Some(
             std::fs::canonicalize(cwd)
@@ -549,6 +566,7 @@ fn main() -> ExitCode {
             run_resume(id, profile, &store.store)
         }
         Command::Changes(command) => changes::run(command),
+        Command::Mcp(command) => mcp::run(command),
         Command::Test { file, json } => tooling::run_test(file, *json),
         Command::Lint {
             policy,

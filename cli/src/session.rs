@@ -115,7 +115,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(|e| CliError(format!("async runtime: {e}")))
 }
 
-fn finish(outcome: &ProcessOutcome, report: Option<&Path>) -> Result<u8, CliError> {
+pub fn finish(outcome: &ProcessOutcome, report: Option<&Path>) -> Result<u8, CliError> {
     use std::io::Write;
     if let (Some(path), Some(sandbox)) = (report, &outcome.sandbox) {
         let json = serde_json::to_string_pretty(sandbox)
@@ -156,7 +156,7 @@ fn finish(outcome: &ProcessOutcome, report: Option<&Path>) -> Result<u8, CliErro
     })
 }
 
-fn denied(reason: &str) -> u8 {
+pub fn denied(reason: &str) -> u8 {
     eprintln!("turngate: denied: {reason}");
     EXIT_DENIED
 }

@@ -280,6 +280,20 @@ pub struct Evaluation {
     pub decided_by: Option<String>,
 }
 
+/// A verdict a caller judged one call under besides the gate's own evaluation of it (an MCP
+/// tool's changed definition, a path or URL among its arguments): the strictest of all
+/// decides, and `because` says which part did in the denial and the approval summary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlsoJudged {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// What it judged, in words.
+    pub because: String,
+    /// An ask from it needs a fresh answer: an `allow_for_turn` grant of the call's scope
+    /// (given before the reason to ask arose) does not answer it.
+    pub fresh: bool,
+}
+
 /// Evaluate one call with the checker of its kind against `snapshot` and its compiled
 /// `policy`: files through the [`FilePolicyChecker`], network through the
 /// [`NetworkPolicyChecker`], shell commands through the [`ProcessSpawnPlan`], every other kind
@@ -730,7 +744,20 @@ impl Gate {
     /// The allowed action's target is the *checked* one (for files, the resolved absolute
     /// path): a tool must act on it, never on the relative path it was called with.
     pub async fn authorize(&self, inv: &ToolInvocation) -> Result<Authorization, GateError> {
-        self.authorize_under(&self.own, inv).await
+        self.authorize_under(&self.own, inv, &[]).await
+    }
+
+    /// [`Gate::authorize`], where `also` are verdicts the caller judged the same call under
+    /// (the checks of an MCP call's path arguments, its tool's changed definition): the
+    /// strictest of the gate's evaluation and these decides, is recorded and, for an ask,
+    /// goes to the approver. On a tie a `fresh` verdict decides, so its reason is the one
+    /// shown, and a `fresh` ask is never answered by an earlier `allow_for_turn` grant.
+    pub async fn authorize_also(
+        &self,
+        inv: &ToolInvocation,
+        also: &[AlsoJudged],
+    ) -> Result<Authorization, GateError> {
+        self.authorize_under(&self.own, inv, also).await
     }
 
     /// [`Gate::authorize`] under `under` (the gate's own snapshot, or a resumed request's
@@ -739,8 +766,20 @@ impl Gate {
         &self,
         under: &Under,
         inv: &ToolInvocation,
+        also: &[AlsoJudged],
     ) -> Result<Authorization, GateError> {
-        let eval = self.evaluate_in_turn(under, inv)?;
+        let mut eval = self.evaluate_in_turn(under, inv)?;
+        let mut use_grants = true;
+        for a in also {
+            let effect = a.verdict.effect;
+            if effect > eval.verdict.effect || (a.fresh && effect == eval.verdict.effect) {
+                eval.verdict = a.verdict.clone();
+                eval.decided_by = Some(a.because.clone());
+            }
+            if a.fresh && effect == Effect::Ask {
+                use_grants = false;
+            }
+        }
         let action = Action {
             kind: inv.kind,
             target: eval.target.clone(),
@@ -782,16 +821,30 @@ impl Gate {
                     remember: Vec::new(),
                 })
             }
-            Effect::Ask => self.ask(under, inv, action, eval.verdict).await,
+            Effect::Ask => {
+                self.ask(
+                    under,
+                    inv,
+                    action,
+                    eval.verdict,
+                    eval.decided_by.as_deref().filter(|_| !also.is_empty()),
+                    use_grants,
+                )
+                .await
+            }
         }
     }
 
+    /// Ask the approver (unless a grant answers it). `because` is added to the summary the
+    /// person is shown; `use_grants: false` skips the turn's `allow_for_turn` grants.
     async fn ask(
         &self,
         under: &Under,
         inv: &ToolInvocation,
         action: Action,
         verdict: Verdict,
+        because: Option<&str>,
+        use_grants: bool,
     ) -> Result<Authorization, GateError> {
         let cwd = self.shell_cwd(inv);
         let mut request = TurnPermissionApprovalRequest::for_action(
@@ -800,11 +853,17 @@ impl Gate {
             verdict.reason,
             cwd.as_deref(),
         )?;
-        request.summary = Some(format!(
-            "{} wants to {}: {}",
-            request.tool_name, inv.kind, action.target
-        ));
-        if self.has_grant(&request.scope_hash) {
+        request.summary = Some(match because {
+            Some(because) => format!(
+                "{} wants to {}: {} ({because})",
+                request.tool_name, inv.kind, action.target
+            ),
+            None => format!(
+                "{} wants to {}: {}",
+                request.tool_name, inv.kind, action.target
+            ),
+        });
+        if use_grants && self.has_grant(&request.scope_hash) {
             self.record(Row {
                 kind: AuditEventKind::DecisionAllowed,
                 inv,
@@ -1202,7 +1261,7 @@ impl Gate {
         match resumed.auth {
             Authorization::Allowed { action, .. } => {
                 let cwd = resumed.inv.cwd.clone();
-                self.run_action(&under, &resumed.inv, &action, cwd.as_deref(), None)
+                self.run_action(&under, &resumed.inv, &action, cwd.as_deref(), None, None)
                     .await
                     .map(|r| r.result)
             }
@@ -1227,7 +1286,23 @@ impl Gate {
     /// that requires a sandbox the platform cannot provide refuses to run (an error), never
     /// runs unconfined.
     pub async fn spawn(&self, inv: &ToolInvocation) -> Result<SpawnResult, GateError> {
-        self.spawn_with(inv, None).await.map(|r| r.result)
+        self.spawn_with(inv, None, None).await.map(|r| r.result)
+    }
+
+    /// [`Gate::spawn`] for a long-running server that speaks over its stdin and stdout (an
+    /// MCP server under `turngate mcp wrap`): the command is authorized and sandboxed exactly
+    /// like [`Gate::spawn`]'s, but its stdin and stdout are `stdio` (the caller keeps the
+    /// other ends of those pipes), its stderr is copied to this process's stderr as it comes,
+    /// and it has no time limit: it lives as long as its client keeps it (the snapshot's
+    /// `max_duration_ms` bounds one command, not a session). Resolves when the server exits.
+    pub async fn spawn_server(
+        &self,
+        inv: &ToolInvocation,
+        stdio: crate::sandbox::StdioPipes,
+    ) -> Result<SpawnResult, GateError> {
+        self.spawn_with(inv, None, Some(stdio))
+            .await
+            .map(|r| r.result)
     }
 
     /// [`Gate::spawn`] with reviewable writes (DESIGN §18): the turn's writable roots are
@@ -1240,13 +1315,14 @@ impl Gate {
         inv: &ToolInvocation,
         changes: &crate::changes::ChangeStore,
     ) -> Result<Reviewed, GateError> {
-        self.spawn_with(inv, Some(changes)).await
+        self.spawn_with(inv, Some(changes), None).await
     }
 
     async fn spawn_with(
         &self,
         inv: &ToolInvocation,
         review: Option<&crate::changes::ChangeStore>,
+        stdio: Option<crate::sandbox::StdioPipes>,
     ) -> Result<Reviewed, GateError> {
         let plain = |result| Reviewed {
             result,
@@ -1275,7 +1351,7 @@ impl Gate {
             let denial = self.denial(inv, action, reason, None, None, "policy", None)?;
             return Ok(plain(SpawnResult::Denied(denial)));
         }
-        self.run_action(&self.own, inv, &action, inv.cwd.as_deref(), review)
+        self.run_action(&self.own, inv, &action, inv.cwd.as_deref(), review, stdio)
             .await
     }
 
@@ -1288,6 +1364,7 @@ impl Gate {
         action: &Action,
         cwd: Option<&Path>,
         review: Option<&crate::changes::ChangeStore>,
+        stdio: Option<crate::sandbox::StdioPipes>,
     ) -> Result<Reviewed, GateError> {
         let plain = |result| Reviewed {
             result,
@@ -1326,8 +1403,14 @@ impl Gate {
             } else {
                 crate::sandbox::StdinPolicy::Null
             });
-        if let Some(timeout) = plan.timeout {
-            request = request.timeout(timeout);
+        match stdio {
+            // A server's lifetime is its client's session, not one command's.
+            Some(pipes) => request = request.stdio(pipes),
+            None => {
+                if let Some(timeout) = plan.timeout {
+                    request = request.timeout(timeout);
+                }
+            }
         }
         let Some(changes) = review else {
             if plan.sandbox_required {

@@ -8,6 +8,7 @@ pub mod changes;
 pub mod check;
 pub mod error;
 pub mod gate;
+pub mod mcp;
 pub mod policy;
 pub mod probe;
 pub mod protocol;

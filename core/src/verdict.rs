@@ -68,6 +68,9 @@ pub enum Reason {
     NotInCommandFamily,
     /// An allow rule's `limit` was reached in its window: its `over` effect decided.
     LimitExceeded,
+    /// An MCP tool's definition differs from the one its server first listed in the session
+    /// (a changed description, schema or annotation): the call asks again.
+    ToolDefinitionChanged,
 }
 
 impl Reason {
@@ -98,6 +101,7 @@ impl Reason {
             Reason::DeniedCommand => "denied_command",
             Reason::NotInCommandFamily => "not_in_command_family",
             Reason::LimitExceeded => "limit_exceeded",
+            Reason::ToolDefinitionChanged => "tool_definition_changed",
         }
     }
 }

@@ -50,7 +50,9 @@ pub use linux::LinuxNonoBackend;
 pub use namespace::NamespaceSupport;
 pub use report::{BackendProbe, Degradation, DegradationArea, EnforcementLevel, SandboxReport};
 pub use restricted_token::RestrictedTokenBackend;
-pub use runner::{ProcessOutcome, ProcessRequest, ProcessRunner, RunError, StdinPolicy};
+pub use runner::{
+    ProcessOutcome, ProcessRequest, ProcessRunner, RunError, StdinPolicy, StdioPipes,
+};
 pub use seatbelt::SeatbeltBackend;
 pub use spec::{
     FsGrant, HOME_CONFIG, HOME_TOOLCHAINS, HOST_TMP_DIRS, Mask, MaskKind, ReviewLayer,

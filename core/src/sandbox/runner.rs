@@ -56,6 +56,36 @@ pub struct ProcessRequest {
     pub output_cap: usize,
     /// The sandbox; `None` runs unconfined (the gate decides when that is allowed).
     pub sandbox: Option<SandboxSpec>,
+    /// A server's stdin and stdout, in place of `stdin` and the captured stdout; its stderr
+    /// is then copied to this process's stderr as it comes instead of captured.
+    pub stdio: Option<Arc<StdioPipes>>,
+}
+
+/// The child's ends of two pipes: what it reads as stdin and writes as stdout. The runner
+/// closes its copies once the child has them, so the caller's ends see EOF when it exits.
+#[derive(Debug)]
+pub struct StdioPipes {
+    /// The read end the child gets as stdin.
+    pub stdin: OwnedFd,
+    /// The write end the child gets as stdout.
+    pub stdout: OwnedFd,
+}
+
+impl StdioPipes {
+    /// Two close-on-exec pipes: the child's ends, and the caller's `(write to its stdin,
+    /// read from its stdout)` ends.
+    pub fn new() -> std::io::Result<(StdioPipes, OwnedFd, OwnedFd)> {
+        let (stdin_read, stdin_write) = cloexec_pipe()?;
+        let (stdout_read, stdout_write) = cloexec_pipe()?;
+        Ok((
+            StdioPipes {
+                stdin: stdin_read,
+                stdout: stdout_write,
+            },
+            stdin_write,
+            stdout_read,
+        ))
+    }
 }
 
 impl ProcessRequest {
@@ -75,7 +105,14 @@ impl ProcessRequest {
             timeout: None,
             output_cap: DEFAULT_OUTPUT_CAP,
             sandbox: None,
+            stdio: None,
         }
+    }
+
+    /// Connect the child's stdin and stdout to `pipes` (a server that speaks over them).
+    pub fn stdio(mut self, pipes: StdioPipes) -> Self {
+        self.stdio = Some(Arc::new(pipes));
+        self
     }
 
     /// Add environment variables.
@@ -220,6 +257,22 @@ type PreparedCache = Option<(SandboxSpec, Arc<PreparedSandbox>)>;
 struct Capped {
     data: Vec<u8>,
     truncated: bool,
+}
+
+/// Copy a stream to this process's stderr as it comes (a server's log lines).
+async fn forward_to_stderr<R: AsyncRead + Unpin>(mut reader: R) {
+    use tokio::io::AsyncWriteExt;
+    let mut stderr = tokio::io::stderr();
+    let mut chunk = [0u8; 8192];
+    loop {
+        match reader.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                let _ = stderr.write_all(&chunk[..n]).await;
+                let _ = stderr.flush().await;
+            }
+        }
+    }
 }
 
 async fn read_capped<R: AsyncRead + Unpin>(mut reader: R, cap: usize, out: &mut Capped) {
@@ -523,9 +576,10 @@ impl ProcessRunner {
     /// in this task while the command runs and is gone when it ends.
     pub async fn run_with_egress(
         &self,
-        request: ProcessRequest,
+        mut request: ProcessRequest,
         egress: &dyn super::egress::EgressDecider,
     ) -> Result<ProcessOutcome, RunError> {
+        let stdio = request.stdio.take();
         let Some(program) = request.argv.first().cloned() else {
             return Err(RunError::InvalidRequest("argv is empty".into()));
         };
@@ -565,11 +619,15 @@ impl ProcessRunner {
         cmd.env_clear()
             .envs(request.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&request.cwd)
-            .stdin(match request.stdin {
-                StdinPolicy::Null => Stdio::null(),
-                StdinPolicy::Inherit => Stdio::inherit(),
+            .stdin(match (&stdio, request.stdin) {
+                (Some(pipes), _) => Stdio::from(pipes.stdin.try_clone()?),
+                (None, StdinPolicy::Null) => Stdio::null(),
+                (None, StdinPolicy::Inherit) => Stdio::inherit(),
             })
-            .stdout(Stdio::piped())
+            .stdout(match &stdio {
+                Some(pipes) => Stdio::from(pipes.stdout.try_clone()?),
+                None => Stdio::piped(),
+            })
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         if let Some(dir) = &tmp_env {
@@ -645,6 +703,11 @@ impl ProcessRunner {
 
         let start = Instant::now();
         let spawned = cmd.spawn();
+        // The child has its stdio now: this process keeps no copy of a server's pipe ends,
+        // so the caller's ends see EOF when the server exits.
+        drop(cmd);
+        let forward_stderr = stdio.is_some();
+        drop(stdio);
         #[cfg(target_os = "linux")]
         let child_failure = failure_pipe.and_then(|(read_end, write_end)| {
             drop(write_end);
@@ -712,7 +775,8 @@ impl ProcessRunner {
         };
         tokio::pin!(proxy);
 
-        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        let stdout = child.stdout.take();
+        let (Some(stderr), true) = (child.stderr.take(), stdout.is_some() || forward_stderr) else {
             return Err(RunError::Io(std::io::Error::other("child pipes missing")));
         };
         let cap = request.output_cap;
@@ -725,8 +789,18 @@ impl ProcessRunner {
         {
             let readers = async {
                 tokio::join!(
-                    read_capped(stdout, cap, &mut out),
-                    read_capped(stderr, cap, &mut err)
+                    async {
+                        if let Some(stdout) = stdout {
+                            read_capped(stdout, cap, &mut out).await;
+                        }
+                    },
+                    async {
+                        if forward_stderr {
+                            forward_to_stderr(stderr).await;
+                        } else {
+                            read_capped(stderr, cap, &mut err).await;
+                        }
+                    }
                 )
             };
             tokio::pin!(readers);

@@ -1,0 +1,691 @@
+//! The proxy loop: client lines in, server lines out, and back, with `tools/list` answers
+//! recorded and every `tools/call` decided by the gate before the server sees it.
+//!
+//! It refuses what it cannot judge rather than forwarding it: a line that is not one JSON-RPC
+//! message, a batch, a request before `initialize`, a request id already in flight, a response
+//! the other side never asked for, a line longer than the limit. When the server goes away,
+//! every request still waiting gets an error, so the client never hangs.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use super::args::argument_targets;
+use super::jsonrpc::{self, Message, ParseError, id_key};
+use super::tools::{ToolRegistry, valid_name};
+use crate::action::{ActionKind, Effect};
+use crate::approval::Decision;
+use crate::audit::AuditStore;
+use crate::gate::{AlsoJudged, Authorization, Gate, ToolInvocation};
+use crate::verdict::{Reason, Verdict};
+
+/// The layer named in verdicts the proxy adds (a changed definition, a bad tool name).
+pub const MCP_LAYER: &str = "mcp";
+
+/// How the proxy behaves.
+#[derive(Debug, Clone)]
+pub struct ProxyOptions {
+    /// The server's name: targets are `NAME/tool`.
+    pub server: String,
+    /// The longest line accepted from either side, in bytes.
+    pub max_line: usize,
+    /// HOME, to judge `~/...` path arguments as the server will expand them.
+    pub home: Option<std::path::PathBuf>,
+    /// How often a deferred call polls the store for its resolution.
+    pub poll: Duration,
+    /// How long answers still owed to the client are delivered after it closed its side.
+    pub drain: Duration,
+}
+
+impl ProxyOptions {
+    /// Options for server `name`: a 64 MiB line limit, HOME from the environment.
+    pub fn new(name: impl Into<String>) -> Self {
+        ProxyOptions {
+            server: name.into(),
+            max_line: 64 << 20,
+            home: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(std::path::PathBuf::from),
+            poll: Duration::from_millis(200),
+            drain: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Why the proxy stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProxyEnd {
+    /// The client closed its side; the server's stdin was closed.
+    ClientClosed,
+    /// The server closed its side (it exited, or never started).
+    ServerClosed,
+    /// The server broke the protocol beyond recovery (a line over the limit); waiting
+    /// requests were answered with errors.
+    ServerBroke(String),
+}
+
+enum Frame {
+    Line(Vec<u8>),
+    TooLong,
+}
+
+/// Read newline-delimited frames into `tx`, at most `max` bytes each; a longer one is
+/// skipped to its newline and reported as [`Frame::TooLong`]. Ends at EOF or a read error.
+async fn read_frames<R: AsyncRead + Unpin>(reader: R, max: usize, tx: mpsc::Sender<Frame>) {
+    let mut reader = BufReader::with_capacity(64 * 1024, reader);
+    let mut line = Vec::new();
+    let mut skipping = false;
+    loop {
+        let (consumed, done) = {
+            let buf = match reader.fill_buf().await {
+                Ok(b) => b,
+                Err(_) => return,
+            };
+            if buf.is_empty() {
+                return;
+            }
+            match buf.iter().position(|b| *b == b'\n') {
+                Some(i) => {
+                    if !skipping {
+                        line.extend_from_slice(&buf[..i]);
+                    }
+                    (i + 1, true)
+                }
+                None => {
+                    if !skipping {
+                        line.extend_from_slice(buf);
+                    }
+                    (buf.len(), false)
+                }
+            }
+        };
+        reader.consume(consumed);
+        if !skipping && line.len() > max {
+            skipping = true;
+            line = Vec::new();
+            if tx.send(Frame::TooLong).await.is_err() {
+                return;
+            }
+        }
+        if done {
+            if skipping {
+                skipping = false;
+            } else {
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                if !line.iter().all(u8::is_ascii_whitespace)
+                    && tx
+                        .send(Frame::Line(std::mem::take(&mut line)))
+                        .await
+                        .is_err()
+                {
+                    return;
+                }
+                line.clear();
+            }
+        }
+    }
+}
+
+async fn send<W: AsyncWrite + Unpin>(w: &mut W, line: &str) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(line.len() + 1);
+    buf.extend_from_slice(line.as_bytes());
+    buf.push(b'\n');
+    w.write_all(&buf).await?;
+    w.flush().await
+}
+
+/// What a request of the client is waiting for.
+#[derive(Debug, Clone)]
+struct Pending {
+    id: Value,
+    method: String,
+    /// For `tools/list`: the request had no cursor (a new listing starts).
+    first_page: bool,
+}
+
+/// A decided `tools/call`.
+struct Decided {
+    key: String,
+    id: Value,
+    line: String,
+    outcome: Result<Authorization, String>,
+    target: String,
+    kind: ActionKind,
+}
+
+type Deciding<'g> = Pin<Box<dyn Future<Output = Decided> + 'g>>;
+
+/// The proxy of one wrap session.
+pub struct McpProxy<'g> {
+    gate: &'g Gate,
+    store: Option<Arc<dyn AuditStore>>,
+    options: ProxyOptions,
+    tools: ToolRegistry,
+    initialized: bool,
+    /// Client requests forwarded to the server, by id key.
+    pending: HashMap<String, Pending>,
+    /// Client `tools/call`s being decided, by id key.
+    deciding: HashMap<String, Value>,
+    /// Server requests forwarded to the client, by id key.
+    server_pending: HashMap<String, Value>,
+}
+
+impl std::fmt::Debug for McpProxy<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpProxy")
+            .field("server", &self.options.server)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Lines to write, produced by handling one message.
+#[derive(Default)]
+struct Out {
+    client: Vec<String>,
+    server: Vec<String>,
+}
+
+fn log(msg: &str) {
+    eprintln!("turngate mcp: {msg}");
+}
+
+impl<'g> McpProxy<'g> {
+    /// A proxy deciding through `gate`. Deferred calls wait for their resolution in `store`
+    /// (the gate's store) when one is given; without one a deferral is answered at once as
+    /// a pending, not-run result.
+    pub fn new(gate: &'g Gate, store: Option<Arc<dyn AuditStore>>, options: ProxyOptions) -> Self {
+        McpProxy {
+            gate,
+            store,
+            options,
+            tools: ToolRegistry::new(),
+            initialized: false,
+            pending: HashMap::new(),
+            deciding: HashMap::new(),
+            server_pending: HashMap::new(),
+        }
+    }
+
+    /// The tools seen so far.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    /// Run until one side closes: `client_in`/`client_out` are the client's stdio,
+    /// `server_out`/`server_in` the server's stdout and stdin. `server_in` is dropped (the
+    /// server sees EOF) when the client closes.
+    pub async fn run<CR, CW, SR, SW>(
+        &mut self,
+        client_in: CR,
+        mut client_out: CW,
+        server_out: SR,
+        server_in: SW,
+    ) -> std::io::Result<ProxyEnd>
+    where
+        CR: AsyncRead + Unpin + Send + 'static,
+        CW: AsyncWrite + Unpin,
+        SR: AsyncRead + Unpin + Send + 'static,
+        SW: AsyncWrite + Unpin,
+    {
+        let max = self.options.max_line;
+        let (ctx, mut crx) = mpsc::channel(64);
+        let (stx, mut srx) = mpsc::channel(64);
+        let client_reader = tokio::spawn(read_frames(client_in, max, ctx));
+        let server_reader = tokio::spawn(read_frames(server_out, max, stx));
+        let mut server_in = Some(server_in);
+        let mut decisions: FuturesUnordered<Deciding<'g>> = FuturesUnordered::new();
+        // After the client closed its side, answers still owed to it are delivered for a
+        // short while (a client that writes its requests and then closes its stdin).
+        let mut client_closed = false;
+        let far = tokio::time::Instant::now() + Duration::from_secs(60 * 60 * 24 * 365);
+        let mut drain_until = far;
+        let end = loop {
+            if client_closed && self.pending.is_empty() && self.deciding.is_empty() {
+                break ProxyEnd::ClientClosed;
+            }
+            let out = tokio::select! {
+                frame = crx.recv(), if !client_closed => match frame {
+                    None => {
+                        client_closed = true;
+                        drain_until = tokio::time::Instant::now() + self.options.drain;
+                        continue;
+                    }
+                    Some(Frame::TooLong) => Out {
+                        client: vec![jsonrpc::error_line(
+                            None,
+                            jsonrpc::INVALID_REQUEST,
+                            &format!("message longer than {max} bytes; it was not forwarded"),
+                        )],
+                        server: Vec::new(),
+                    },
+                    Some(Frame::Line(line)) => self.on_client(&line, &mut decisions),
+                },
+                frame = srx.recv() => match frame {
+                    None => break ProxyEnd::ServerClosed,
+                    Some(Frame::TooLong) => break ProxyEnd::ServerBroke(format!(
+                        "the server sent a message longer than {max} bytes"
+                    )),
+                    Some(Frame::Line(line)) => self.on_server(&line),
+                },
+                Some(done) = decisions.next(), if !decisions.is_empty() => self.decided(done),
+                () = tokio::time::sleep_until(drain_until), if client_closed => {
+                    break ProxyEnd::ClientClosed;
+                }
+            };
+            for line in &out.client {
+                send(&mut client_out, line).await?;
+            }
+            if let Some(w) = server_in.as_mut() {
+                for line in &out.server {
+                    if send(w, line).await.is_err() {
+                        // The server's stdin is gone: it exited; its stdout's end says so.
+                        server_in = None;
+                        break;
+                    }
+                }
+            }
+        };
+        client_reader.abort();
+        drop(server_in);
+        if end != ProxyEnd::ClientClosed {
+            server_reader.abort();
+            let why = match &end {
+                ProxyEnd::ServerBroke(why) => why.clone(),
+                _ => "the MCP server exited (or was not started; see turngate's stderr)".to_owned(),
+            };
+            for line in self.fail_waiting(&why) {
+                send(&mut client_out, &line).await?;
+            }
+        }
+        Ok(end)
+    }
+
+    /// Error responses for every client request still waiting.
+    fn fail_waiting(&mut self, why: &str) -> Vec<String> {
+        let mut ids: Vec<Value> = self.pending.drain().map(|(_, p)| p.id).collect();
+        ids.extend(self.deciding.drain().map(|(_, id)| id));
+        ids.iter()
+            .map(|id| jsonrpc::error_line(Some(id), jsonrpc::INTERNAL_ERROR, why))
+            .collect()
+    }
+
+    fn on_client(&mut self, line: &[u8], decisions: &mut FuturesUnordered<Deciding<'g>>) -> Out {
+        let mut out = Out::default();
+        let msg = match jsonrpc::parse(line) {
+            Ok(m) => m,
+            Err(ParseError::Json(why)) => {
+                out.client.push(jsonrpc::error_line(
+                    None,
+                    jsonrpc::PARSE_ERROR,
+                    &format!("parse error: {why}"),
+                ));
+                return out;
+            }
+            Err(ParseError::Batch(items)) => {
+                // MCP's current revision has no batches; a batch is never forwarded, so no
+                // call in it can pass undecided.
+                let why = "JSON-RPC batches are not accepted by turngate mcp wrap; send each message on its own line";
+                let answers: Vec<Value> = items
+                    .iter()
+                    .filter_map(|i| i.get("id").filter(|id| !id.is_null()))
+                    .map(|id| jsonrpc::error_value(Some(id), jsonrpc::INVALID_REQUEST, why))
+                    .collect();
+                out.client.push(if answers.is_empty() {
+                    jsonrpc::error_line(None, jsonrpc::INVALID_REQUEST, why)
+                } else {
+                    Value::Array(answers).to_string()
+                });
+                return out;
+            }
+            Err(ParseError::Invalid { id, why }) => {
+                out.client.push(jsonrpc::error_line(
+                    id.as_ref(),
+                    jsonrpc::INVALID_REQUEST,
+                    &format!("invalid request: {why}"),
+                ));
+                return out;
+            }
+        };
+        match msg {
+            Message::Request { id, method, params } => {
+                let key = id_key(&id);
+                if self.pending.contains_key(&key) || self.deciding.contains_key(&key) {
+                    out.client.push(jsonrpc::error_line(
+                        Some(&id),
+                        jsonrpc::INVALID_REQUEST,
+                        "a request with this id is already in flight",
+                    ));
+                    return out;
+                }
+                if !self.initialized && method != "initialize" && method != "ping" {
+                    out.client.push(jsonrpc::error_line(
+                        Some(&id),
+                        jsonrpc::NOT_INITIALIZED,
+                        "the session is not initialized: send `initialize` first",
+                    ));
+                    return out;
+                }
+                if method == "tools/call" {
+                    let request = Message::Request {
+                        id: id.clone(),
+                        method,
+                        params: params.clone(),
+                    };
+                    match self.decide(key.clone(), id.clone(), params, request.to_line()) {
+                        Ok(fut) => {
+                            self.deciding.insert(key, id);
+                            decisions.push(fut);
+                        }
+                        Err(line) => out.client.push(line),
+                    }
+                    return out;
+                }
+                let first_page = params
+                    .as_ref()
+                    .and_then(|p| p.get("cursor"))
+                    .is_none_or(Value::is_null);
+                let line = Message::Request {
+                    id: id.clone(),
+                    method: method.clone(),
+                    params,
+                }
+                .to_line();
+                self.pending.insert(
+                    key,
+                    Pending {
+                        id,
+                        method,
+                        first_page,
+                    },
+                );
+                out.server.push(line);
+            }
+            Message::Notification { method, params } => {
+                if self.initialized {
+                    out.server
+                        .push(Message::Notification { method, params }.to_line());
+                } else {
+                    log(&format!("dropped `{method}` sent before initialize"));
+                }
+            }
+            Message::Response { id, body } => {
+                if self.server_pending.remove(&id_key(&id)).is_some() {
+                    out.server.push(Message::Response { id, body }.to_line());
+                } else {
+                    log(&format!(
+                        "dropped a client response to id {id}, which the server never sent"
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    fn on_server(&mut self, line: &[u8]) -> Out {
+        let mut out = Out::default();
+        let msg = match jsonrpc::parse(line) {
+            Ok(m) => m,
+            Err(e) => {
+                log(&format!(
+                    "dropped a server line that is not one message: {e:?}"
+                ));
+                return out;
+            }
+        };
+        match msg {
+            Message::Request { id, method, params } => {
+                self.server_pending.insert(id_key(&id), id.clone());
+                out.client
+                    .push(Message::Request { id, method, params }.to_line());
+            }
+            Message::Notification { method, params } => {
+                out.client
+                    .push(Message::Notification { method, params }.to_line());
+            }
+            Message::Response { id, body } => {
+                let Some(pending) = self.pending.remove(&id_key(&id)) else {
+                    log(&format!(
+                        "dropped a server response to id {id}, which the client never sent \
+                         (or was already answered)"
+                    ));
+                    return out;
+                };
+                if let Ok(result) = &body {
+                    match pending.method.as_str() {
+                        "initialize" => self.initialized = true,
+                        "tools/list" => {
+                            if let Some(tools) = result.get("tools").and_then(Value::as_array) {
+                                self.tools.record_listing(pending.first_page, tools);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                out.client.push(Message::Response { id, body }.to_line());
+            }
+        }
+        out
+    }
+
+    /// Classify a `tools/call` and start deciding it; `Err` is the answer when it cannot
+    /// even be judged.
+    fn decide(
+        &self,
+        key: String,
+        id: Value,
+        params: Option<Value>,
+        line: String,
+    ) -> Result<Deciding<'g>, String> {
+        let params = params.unwrap_or(Value::Null);
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Err(jsonrpc::error_line(
+                Some(&id),
+                jsonrpc::INVALID_PARAMS,
+                "tools/call needs a string `name`",
+            ));
+        };
+        let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+        if !(arguments.is_object() || arguments.is_null()) {
+            return Err(jsonrpc::error_line(
+                Some(&id),
+                jsonrpc::INVALID_PARAMS,
+                "tools/call `arguments` must be an object",
+            ));
+        }
+        let class = self.tools.classify(name);
+        let target = format!("{}/{name}", self.options.server);
+        let mut also = Vec::new();
+        if !valid_name(name) {
+            also.push(AlsoJudged {
+                verdict: Verdict::without_rule(Effect::Deny, MCP_LAYER, Reason::InvalidTarget),
+                because: format!(
+                    "the tool name `{}` is not a valid MCP tool name (1 to 128 of A-Z a-z 0-9 _ - .)",
+                    name.escape_default()
+                ),
+                fresh: false,
+            });
+        }
+        if class.changed {
+            also.push(AlsoJudged {
+                verdict: Verdict::without_rule(
+                    Effect::Ask,
+                    MCP_LAYER,
+                    Reason::ToolDefinitionChanged,
+                ),
+                because: format!(
+                    "the definition of `{name}` changed since the server first listed it"
+                ),
+                fresh: true,
+            });
+        }
+        match argument_targets(
+            &arguments,
+            class.input_schema.as_ref(),
+            class.kind == ActionKind::McpRead,
+            self.options.home.as_deref(),
+        ) {
+            Ok(targets) => {
+                for t in targets {
+                    let inv = ToolInvocation::new(t.kind, &t.target).with_tool(name);
+                    let eval = self.gate.evaluate(&inv);
+                    also.push(AlsoJudged {
+                        because: format!(
+                            "argument `{}`: {} `{}` is {} ({})",
+                            t.argument,
+                            t.kind,
+                            eval.target,
+                            eval.verdict.effect,
+                            eval.verdict.reason.as_str()
+                        ),
+                        verdict: eval.verdict,
+                        fresh: false,
+                    });
+                }
+            }
+            Err(too) => also.push(AlsoJudged {
+                verdict: Verdict::without_rule(Effect::Ask, MCP_LAYER, Reason::InvalidTarget),
+                because: too.0,
+                fresh: false,
+            }),
+        }
+        let mut inv = ToolInvocation::new(class.kind, target.clone()).with_tool(name);
+        inv.tool_id = Some(match &id {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        let gate = self.gate;
+        let store = self.store.clone();
+        let poll = self.options.poll;
+        let kind = class.kind;
+        Ok(Box::pin(async move {
+            let outcome = match gate.authorize_also(&inv, &also).await {
+                Ok(Authorization::Deferred { request }) => match store {
+                    Some(store) => wait_and_resume(gate, store.as_ref(), &request.id, poll).await,
+                    None => Ok(Authorization::Deferred { request }),
+                },
+                other => other.map_err(|e| e.to_string()),
+            };
+            Decided {
+                key,
+                id,
+                line,
+                outcome,
+                target,
+                kind,
+            }
+        }))
+    }
+
+    fn decided(&mut self, done: Decided) -> Out {
+        let mut out = Out::default();
+        if self.deciding.remove(&done.key).is_none() {
+            // Answered already (the server went away while it was being decided).
+            return out;
+        }
+        match done.outcome {
+            Ok(Authorization::Allowed { action, .. }) => {
+                if action.kind != done.kind || action.target != done.target {
+                    out.client.push(jsonrpc::tool_error_line(
+                        &done.id,
+                        "Permission denied by turngate: the approver modified this MCP call; a \
+                         modified call cannot be forwarded, so nothing ran.",
+                    ));
+                    return out;
+                }
+                self.pending.insert(
+                    done.key,
+                    Pending {
+                        id: done.id,
+                        method: "tools/call".to_owned(),
+                        first_page: false,
+                    },
+                );
+                out.server.push(done.line);
+            }
+            Ok(auth) => {
+                let text = auth
+                    .tool_result()
+                    .unwrap_or_else(|| "Permission denied by turngate.".to_owned());
+                out.client.push(jsonrpc::tool_error_line(&done.id, &text));
+            }
+            Err(why) => out.client.push(jsonrpc::error_line(
+                Some(&done.id),
+                jsonrpc::INTERNAL_ERROR,
+                &format!("turngate could not decide this call, so it did not run: {why}"),
+            )),
+        }
+        out
+    }
+}
+
+/// Wait until the deferred request is resolved in `store` (by `turngate approvals resolve`
+/// or a UI), then settle it through the gate (re-checked; an `allow_once` is spent).
+async fn wait_and_resume(
+    gate: &Gate,
+    store: &dyn AuditStore,
+    request_id: &str,
+    poll: Duration,
+) -> Result<Authorization, String> {
+    log(&format!(
+        "approval request {request_id} is pending; resolve it with `turngate approvals resolve \
+         {request_id} allow_once` (or deny)"
+    ));
+    loop {
+        match store.approval(request_id) {
+            Ok(Some(stored)) if stored.resolution.is_some() => break,
+            Ok(Some(_)) => tokio::time::sleep(poll).await,
+            Ok(None) => return Err(format!("approval request {request_id} vanished")),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    gate.resume(request_id, Decision::approve())
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn frames(input: &'static [u8], max: usize) -> Vec<Option<Vec<u8>>> {
+        let (tx, mut rx) = mpsc::channel(16);
+        read_frames(input, max, tx).await;
+        let mut out = Vec::new();
+        while let Some(f) = rx.recv().await {
+            out.push(match f {
+                Frame::Line(l) => Some(l),
+                Frame::TooLong => None,
+            });
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn lines_are_split_on_newlines_and_a_long_one_is_skipped_to_its_end() {
+        let got = frames(b"ab\r\n\n   \nthis line is too long\nok\ntail", 8).await;
+        assert_eq!(
+            got,
+            vec![Some(b"ab".to_vec()), None, Some(b"ok".to_vec())],
+            "blank lines are skipped; an unterminated last line is not a message"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_long_line_is_reported_once_however_it_is_chunked() {
+        let long: &'static [u8] = Box::leak(
+            [vec![b'x'; 200_000], b"\nnext\n".to_vec()]
+                .concat()
+                .into_boxed_slice(),
+        );
+        let got = frames(long, 1024).await;
+        assert_eq!(got, vec![None, Some(b"next".to_vec())]);
+    }
+}
