@@ -348,7 +348,22 @@ function runReplay(v) {
   assert.deepEqual(buildTooling(v).replayEvents(v.events, v.options ?? null), v.expect)
 }
 
+// ---- suite changes_serde (as core/tests/conformance_changes.rs) -----------------------------
+
+function runChangesSerde(v) {
+  if (v.expect_error == null) {
+    // A change set is a protocol object: it keeps its schema's snake_case names in Node too.
+    assert.deepEqual(turngate.parseChangeSet(v.change_set), v.change_set)
+    return
+  }
+  assert.throws(
+    () => turngate.parseChangeSet(v.change_set),
+    (e) => e instanceof turngate.InvalidInputError && e.message.includes(v.expect_error),
+  )
+}
+
 export const RUNNERS = {
+  changes_serde: runChangesSerde,
   policy_turn: runPolicyTurn,
   policy_lint: runPolicyLint,
   replay: runReplay,
