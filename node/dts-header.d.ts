@@ -86,7 +86,7 @@ export interface ApplyOptions { confirmAsks?: boolean; by?: string | null }
 /** Options of `Store.discardChangeSet`: `by` is who discards it. */
 export interface DiscardOptions { by?: string | null }
 /** One change of a `ChangeSet` (protocol object: snake_case, `schema('Change')`). */
-export interface Change { root: string; path: string; kind: 'added' | 'modified' | 'deleted' | 'mode_changed' | 'unsupported'; entry: 'file' | 'dir' | 'symlink' | 'other'; mode?: number; old_mode?: number; size?: number; old_size?: number; sha256?: string; link_target?: string; binary: boolean; diff?: string; note?: string; before: JsonObject }
+export interface Change { root: string; path: string; kind: 'added' | 'modified' | 'deleted' | 'mode_changed' | 'unsupported'; entry: 'file' | 'dir' | 'symlink' | 'other'; mode?: number; old_mode?: number; size?: number; old_size?: number; sha256?: string; link_target?: string; binary: boolean; diff?: string; note?: string; /** The workspace's state at the end of the run (`mtime_ns`/`ctime_ns` arrive rounded: beyond 2^53). */ before: JsonObject }
 /** A reviewed command's writes, waiting for a person (protocol object: snake_case, `schema('ChangeSet')`). */
 export interface ChangeSet { id: string; turn_id: string; command: string; created_at: string; status: 'pending' | 'applied' | 'discarded'; roots: { path: string; layer: string }[]; changes: Change[]; exit_code?: number; upper_digest: string; resolved_at?: string; resolved_by?: string }
 /** A checker evaluation: the verdict, the canonical target judged, and for a shell command that is denied or asks, the part of the line that decided. */

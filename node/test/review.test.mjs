@@ -113,8 +113,9 @@ test('ids from another store or a path are refused', async (t) => {
     await changesError(fx.store.changeSet(bad), 'bad_id')
   }
   assert.equal(existsSync(path.join(fx.ws, 'a.txt')), false)
-  // Unknown apply options are refused, not ignored.
-  await assert.rejects(fx.store.applyChangeSet(summary.id, { confirm: true }), turngate.InvalidInputError)
+  // Unknown apply options are refused (synchronously, like a malformed invocation), not ignored.
+  assert.throws(() => fx.store.applyChangeSet(summary.id, { confirm: true }), turngate.InvalidInputError)
+  assert.equal(existsSync(path.join(fx.ws, 'a.txt')), false)
 })
 
 test('review is refused where the store is the workspace, or on a call that is not a spawn', async (t) => {
