@@ -91,10 +91,10 @@ pub struct ApplyOptionsRecord {
 
 impl ApplyOptionsRecord {
     fn to_core(&self) -> ApplyOptions {
-        let mut out = ApplyOptions::default();
-        out.confirm_asks = self.confirm_asks;
-        out.by = self.by.clone();
-        out
+        ApplyOptions {
+            confirm_asks: self.confirm_asks,
+            by: self.by.clone(),
+        }
     }
 }
 
