@@ -77,8 +77,18 @@ export interface ApprovalAsk {
 export interface Rule { kind: ActionKind; effect: Effect; pattern: string; tool?: string | null }
 /** The verdict of an action: the effect, the deciding rule (null when a default decided), its layer, a machine-readable reason. */
 export interface Verdict { effect: Effect; rule: Rule | null; layer: string; reason: string }
-/** One tool call as the gate takes it (unknown fields throw). */
-export interface Invocation { kind: ActionKind; target: string; tool?: string | null; itemId?: string | null; toolId?: string | null; cwd?: string | null }
+/** One tool call as the gate takes it (unknown fields throw). `review` (`spawn` only): hold the command's writes as a change set for review. */
+export interface Invocation { kind: ActionKind; target: string; tool?: string | null; itemId?: string | null; toolId?: string | null; cwd?: string | null; review?: boolean }
+/** A reviewed spawn's change set in brief (`SpawnResult.process.changeSet`): its id and the paths it changes (absolute), by kind. */
+export interface ChangeSetSummary { id: string; status: string; summary: string; added: string[]; modified: string[]; deleted: string[]; modeChanged: string[]; unsupported: string[] }
+/** How `Store.applyChangeSet` applies (unknown fields throw): `confirmAsks` also applies paths the file policy asks about; `by` is who applies it. */
+export interface ApplyOptions { confirmAsks?: boolean; by?: string | null }
+/** Options of `Store.discardChangeSet`: `by` is who discards it. */
+export interface DiscardOptions { by?: string | null }
+/** One change of a `ChangeSet` (protocol object: snake_case, `schema('Change')`). */
+export interface Change { root: string; path: string; kind: 'added' | 'modified' | 'deleted' | 'mode_changed' | 'unsupported'; entry: 'file' | 'dir' | 'symlink' | 'other'; mode?: number; old_mode?: number; size?: number; old_size?: number; sha256?: string; link_target?: string; binary: boolean; diff?: string; note?: string; /** The workspace's state at the end of the run (`mtime_ns`/`ctime_ns` arrive rounded: beyond 2^53). */ before: JsonObject }
+/** A reviewed command's writes, waiting for a person (protocol object: snake_case, `schema('ChangeSet')`). */
+export interface ChangeSet { id: string; turn_id: string; command: string; created_at: string; status: 'pending' | 'applied' | 'discarded'; roots: { path: string; layer: string }[]; changes: Change[]; exit_code?: number; upper_digest: string; resolved_at?: string; resolved_by?: string }
 /** A checker evaluation: the verdict, the canonical target judged, and for a shell command that is denied or asks, the part of the line that decided. */
 export interface Evaluation { verdict: Verdict; target: string; decidedBy: string | null }
 /** A refusal, shaped as a tool result the model can adapt to. */
@@ -109,7 +119,7 @@ export interface Subscription extends AsyncIterable<Notification> {}
 
 /** The facade error variant a `TurnGateError` came from (`PermissionDenied`: a guarded
  * function's refusal, see `Gate.guard`). */
-export type TurnGateErrorCode = 'ERR_TURNGATE_POLICY' | 'ERR_TURNGATE_SNAPSHOT' | 'ERR_TURNGATE_STORE' | 'ERR_TURNGATE_SANDBOX_UNAVAILABLE' | 'ERR_TURNGATE_APPROVAL' | 'ERR_TURNGATE_RUN' | 'ERR_TURNGATE_INVALID_INPUT' | 'ERR_TURNGATE_PERMISSION_DENIED'
+export type TurnGateErrorCode = 'ERR_TURNGATE_POLICY' | 'ERR_TURNGATE_SNAPSHOT' | 'ERR_TURNGATE_STORE' | 'ERR_TURNGATE_SANDBOX_UNAVAILABLE' | 'ERR_TURNGATE_APPROVAL' | 'ERR_TURNGATE_RUN' | 'ERR_TURNGATE_CHANGES' | 'ERR_TURNGATE_INVALID_INPUT' | 'ERR_TURNGATE_PERMISSION_DENIED'
 
 /** Base class of every turngate error; `code` names the facade's error variant. */
 export declare class TurnGateError extends Error {
@@ -147,6 +157,14 @@ export declare class ApprovalError extends TurnGateError {
 /** A command could not be run (spawn or I/O failed); nothing ran unconfined. */
 export declare class RunError extends TurnGateError {
   readonly code: 'ERR_TURNGATE_RUN'
+}
+/** A change set operation was refused (reviewable writes); nothing in the workspace changed. */
+export declare class ChangesError extends TurnGateError {
+  readonly code: 'ERR_TURNGATE_CHANGES'
+  /** Why: `conflicts`, `policy_refused`, `tampered`, `not_pending`, `busy`, `unsupported`, `bad_id`, `not_found`, `unavailable`, `io`, ... */
+  readonly changesCode: string
+  /** The conflicting, refused or tampered paths (absolute). */
+  readonly paths: string[]
 }
 /** An argument was malformed (not the expected protocol object, an unknown name). */
 export declare class InvalidInputError extends TurnGateError {
@@ -299,7 +317,13 @@ export declare class Gate {
    * exactly as shown, is re-checked against this gate's policy.
    */
   resume(requestId: string, decision: Decision): Promise<Authorization>
-  /** Authorize a shell command and, when allowed, run it under the snapshot's sandbox. */
+  /**
+   * Authorize a shell command and, when allowed, run it under the snapshot's sandbox. With
+   * `review: true` its writes become a change set beside the store
+   * (`result.process.changeSet`), the workspace untouched until `Store.applyChangeSet`;
+   * where that cannot be done it rejects (`ChangesError`, `RunError`), never runs
+   * unreviewed.
+   */
   spawn(invocation: Invocation): Promise<SpawnResult>
   /**
    * Decide a deferred shell command and, when allowed, run exactly its stored action under
@@ -437,6 +461,28 @@ export declare class Store {
   pendingApprovals(): Promise<StoredApproval[]>
   /** The stored approval `requestId` (`{request, action, resolution?}`), or null. */
   approval(requestId: string): Promise<StoredApproval | null>
+  /**
+   * Every change set a reviewed spawn (`gate.spawn({..., review: true})`) recorded beside
+   * this store, oldest first (`ChangeSet[]`, in their schema's snake_case shape).
+   */
+  changeSets(): Promise<ChangeSet[]>
+  /**
+   * The change set `id` (a unified diff per text file). Rejects with `ChangesError`
+   * (`changesCode` `bad_id` for a path such as `../x`, `not_found`).
+   */
+  changeSet(id: string): Promise<ChangeSet>
+  /**
+   * Apply change set `id` to the workspace, all or nothing; resolves to the applied
+   * `ChangeSet`. `options` is `{confirmAsks?, by?}` (unknown fields throw). A refusal
+   * rejects with `ChangesError` (`changesCode` `conflicts`, `policy_refused`, `tampered`,
+   * `not_pending`, ..., and `paths`); nothing in the workspace changed.
+   */
+  applyChangeSet(id: string, options?: ApplyOptions | null): Promise<ChangeSet>
+  /**
+   * Discard change set `id` (its writes are dropped; the workspace was never touched);
+   * resolves to the discarded `ChangeSet`. `options` is `{by?}`.
+   */
+  discardChangeSet(id: string, options?: DiscardOptions | null): Promise<ChangeSet>
   /**
    * Record `resolution` for a stored approval, first one wins. This records only; a gate's
    * `resume` re-checks the action against the policy.
@@ -592,6 +638,13 @@ export interface OpenResult {
   denial?: Denial
 }
 
+/**
+ * A `ChangeSet` (a manifest, or one another process handed over, in its schema's snake_case
+ * shape) checked against the type and returned as turngate writes it: an unknown field, kind
+ * or status throws `InvalidInputError`, naming it.
+ */
+export declare function parseChangeSet(changeSet: JsonObject): ChangeSet
+
 /** What the shell parser finds in a command line (the programs an exec rule judges). */
 export declare function parseCommandLine(line: string): ParsedCommandLine
 
@@ -626,6 +679,11 @@ export interface ProcessOutcome {
   stderrTruncated: boolean
   /** What the sandbox enforced (a `SandboxReport`), when one was requested. */
   sandbox?: any
+  /**
+   * With `review: true`: the change set the command's writes became (pending; the workspace
+   * is untouched until `Store.applyChangeSet`).
+   */
+  changeSet?: ChangeSetSummary
 }
 
 /**

@@ -35,6 +35,10 @@ class ApprovalError extends TurnGateError {}
 class RunError extends TurnGateError {}
 /** An argument was malformed (not the expected protocol object, an unknown name). */
 class InvalidInputError extends TurnGateError {}
+/** A change set operation was refused (reviewable writes): `changesCode` says why
+ * (`conflicts`, `policy_refused`, `tampered`, `not_pending`, ...) and `paths` names the paths;
+ * nothing in the workspace changed. */
+class ChangesError extends TurnGateError {}
 
 const CLASSES = {
   Policy: PolicyError,
@@ -43,6 +47,7 @@ const CLASSES = {
   SandboxUnavailable: SandboxUnavailableError,
   Approval: ApprovalError,
   Run: RunError,
+  Changes: ChangesError,
   InvalidInput: InvalidInputError,
 }
 
@@ -280,6 +285,7 @@ module.exports = {
   SandboxUnavailableError,
   ApprovalError,
   RunError,
+  ChangesError,
   InvalidInputError,
   PermissionDeniedError,
 }

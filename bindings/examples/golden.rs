@@ -112,6 +112,8 @@ fn run(call: &str, a: &Value, tmp: &str, i: usize, rt: &tokio::runtime::Runtime)
             opt(a, "cwd"),
         ),
         "scope.hash" => Ok(Value::String(reduce::scope_hash(a["scope"].clone())?)),
+        "changes.parse" => turngate_ffi::changes::parse(a["change_set"].clone()),
+        "changes.show" => StoreHandle::open(&format!("{tmp}/{i}.db"))?.change_set(text(a, "id")),
         other => Err(TurnGateError::invalid(
             "call",
             format!("unknown call {other}"),

@@ -86,6 +86,13 @@ typedef enum TgStatus {
    * the child). Nothing ran unconfined.
    */
   TG_STATUS_RUN = 10,
+  /**
+   * A change set operation was refused or failed (reviewable writes): nothing in the
+   * workspace changed. `tg_last_error_code()` is the reason (`conflicts`,
+   * `policy_refused`, `tampered`, `not_pending`, `not_found`, `bad_id`, `unavailable`,
+   * ...) and `tg_last_error_paths_json()` the paths it names.
+   */
+  TG_STATUS_CHANGES = 11,
 } TgStatus;
 
 /**
@@ -158,6 +165,22 @@ const char *tg_version(void);
  * Never free it.
  */
 const char *tg_last_error_message(void);
+
+/**
+ * The machine-readable code of the last failed `tg_` call on this thread: for
+ * `TG_STATUS_CHANGES` the change set refusal (`conflicts`, `policy_refused`, `tampered`,
+ * `not_pending`, `busy`, `not_found`, `bad_id`, `unsupported`, `unavailable`, `io`, ...), for
+ * `TG_STATUS_SNAPSHOT` the snapshot error's code; "" otherwise. Borrowed like
+ * `tg_last_error_message()`: valid until the next `tg_` call on this thread. Never free it.
+ */
+const char *tg_last_error_code(void);
+
+/**
+ * The paths the last failed `tg_` call on this thread names, as a JSON array of strings
+ * (absolute paths: a change set's conflicting, refused or tampered paths); `[]` when it names
+ * none. Borrowed like `tg_last_error_message()`. Never free it.
+ */
+const char *tg_last_error_paths_json(void);
 
 /**
  * Releases a string returned by a `tg_` function. NULL is a no-op.
@@ -458,12 +481,21 @@ enum TgStatus tg_gate_resume_json(const struct TgGate *gate,
 /**
  * Authorizes a shell command and, when allowed, runs it under the snapshot's sandbox, blocking
  * until it exits. `invocation` is `{"target": command line, "tool"?, "cwd"?, "item_id"?,
- * "tool_id"?}` (`"kind"`, if given, must be `shell_command`). Writes
+ * "tool_id"?, "review"?}` (`"kind"`, if given, must be `shell_command`). Writes
  * - `{"outcome": "ran", "pid", "exit_code", "signal", "timed_out", "duration_ms", "stdout",
- *   "stderr", "stdout_truncated", "stderr_truncated", "sandbox"}` (`exit_code` null when a
- *   signal ended it; the output as text, invalid UTF-8 replaced; `sandbox` the
- *   `SandboxReport` of what the kernel enforced, null when none was required);
+ *   "stderr", "stdout_truncated", "stderr_truncated", "sandbox", "change_set"}` (`exit_code`
+ *   null when a signal ended it; the output as text, invalid UTF-8 replaced; `sandbox` the
+ *   `SandboxReport` of what the kernel enforced, null when none was required; `change_set`
+ *   null unless reviewed);
  * - or a denial or deferral as `tg_gate_authorize_json` writes (nothing ran).
+ *
+ * With `"review": true` (Linux) the writes are reviewable: the writable roots are overlays,
+ * the workspace stays untouched, and `change_set` is `{"id", "status", "summary", "added",
+ * "modified", "deleted", "mode_changed", "unsupported"}` (absolute paths), to apply or discard
+ * with `tg_store_apply_change_set_json` / `tg_store_discard_change_set_json` on the gate's
+ * store. Where that cannot be done (no overlayfs in a user namespace, an unsandboxed mode, a
+ * store with no directory) it fails with `TG_STATUS_CHANGES` (code `unavailable`), and where the
+ * store's directory is a writable root with `TG_STATUS_RUN`: nothing runs, never unreviewed.
  *
  * A snapshot that requires a sandbox this platform cannot provide fails with
  * `TG_STATUS_SANDBOX_UNAVAILABLE`; nothing runs unconfined. `*out_json` is owned by the
@@ -880,6 +912,71 @@ enum TgStatus tg_store_resolve_json(const struct TgStore *store,
                                     const char *resolution,
                                     const char *reason,
                                     char **out_json);
+
+/**
+ * Every change set a reviewed spawn (`"review": true` in `tg_gate_spawn_json`) recorded
+ * beside this store, oldest first: a JSON array of `ChangeSet` (`{"id", "turn_id",
+ * "command", "status", "roots", "changes": [{"root", "path", "kind", "entry", "diff"?, ...}],
+ * ...}`, `tg_schema_json("ChangeSet")`). `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `store` is a live store; `out_json` writable.
+ */
+enum TgStatus tg_store_change_sets_json(const struct TgStore *store, char **out_json);
+
+/**
+ * The change set `id` as `ChangeSet` JSON (a unified diff per text file). An id that is not a
+ * change set id (`../x`) fails with `TG_STATUS_CHANGES` and code `bad_id`, an unknown one with
+ * `not_found` (`tg_last_error_code()`). `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `store` is a live store; `id` NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_store_change_set_json(const struct TgStore *store,
+                                       const char *id,
+                                       char **out_json);
+
+/**
+ * Applies change set `id` to the workspace, all or nothing. `options` is NULL or JSON
+ * `{"confirm_asks"?: bool, "by"?: string}` (unknown fields are refused). Writes the applied
+ * `ChangeSet`. A refusal fails with `TG_STATUS_CHANGES`: `tg_last_error_code()` says why
+ * (`conflicts`, `policy_refused`, `tampered`, `not_pending`, `busy`, `unsupported`, ...) and
+ * `tg_last_error_paths_json()` names the paths; nothing in the workspace changed.
+ * `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `store` is a live store; `id` NUL-terminated; `options` NULL or NUL-terminated; `out_json`
+ * writable.
+ */
+enum TgStatus tg_store_apply_change_set_json(const struct TgStore *store,
+                                             const char *id,
+                                             const char *options,
+                                             char **out_json);
+
+/**
+ * Discards change set `id`: its writes are dropped (the workspace was never touched); `by`
+ * (NULL for none) is who discards it. Writes the discarded `ChangeSet`; a set already applied
+ * or discarded fails with `TG_STATUS_CHANGES` (`not_pending`). `*out_json` is owned by the
+ * caller.
+ *
+ * # Safety
+ * `store` is a live store; `id` NUL-terminated; `by` NULL or NUL-terminated; `out_json`
+ * writable.
+ */
+enum TgStatus tg_store_discard_change_set_json(const struct TgStore *store,
+                                               const char *id,
+                                               const char *by,
+                                               char **out_json);
+
+/**
+ * Checks `change_set` (JSON) against the `ChangeSet` type and writes it back as turngate
+ * writes it; an unknown field, kind or status fails with `TG_STATUS_INVALID`, naming it.
+ * `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `change_set` NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_change_set_parse_json(const char *change_set, char **out_json);
 
 /**
  * The lint findings of `policy` (`turngate lint`): a JSON array of `{"code", "severity",

@@ -1,18 +1,105 @@
 //! Reviewable writes over JSON (DESIGN §18): the change sets a reviewed spawn recorded, kept
 //! beside an audit store (`<dir of the store>/changes/`), listed, shown, applied or discarded
-//! from any process. Change sets cross as `ChangeSet` JSON values; every apply and discard is
-//! recorded in the audit store at `store`. Behaviour is the core's (`turngate::changes`);
-//! this module converts only.
+//! from any process. A change set is a protocol object (`ChangeSet`, `schema("ChangeSet")`)
+//! and crosses as its JSON value; a reviewed spawn's result carries a
+//! [`ChangeSetSummaryRecord`]; apply takes an [`ApplyOptionsRecord`]. Every apply and discard
+//! is recorded in the audit store the change set was sealed in. Behaviour is the core's
+//! (`turngate::changes`); this module converts only.
 
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use turngate::audit::SqliteAuditStore;
-use turngate::changes::{ApplyOptions, ChangeStore};
+use turngate::audit::{AuditStore, SqliteAuditStore};
+use turngate::changes::{ApplyOptions, ChangeKind, ChangeSet, ChangeStore};
 
 use crate::TurnGateError;
-use crate::convert::to_value;
+use crate::convert::{from_value, to_value};
+
+/// The change set a reviewed spawn recorded, in brief (`ChangeSetSummary` in every language):
+/// its id and the paths it changes, absolute, by kind. The workspace is untouched until it is
+/// applied; the full set (diffs, the recorded workspace states) is the store's `change_set`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Record),
+    uniffi(name = "ChangeSetSummary")
+)]
+pub struct ChangeSetSummaryRecord {
+    /// The change set's id (`cs-...`), for `apply` and `discard`.
+    pub id: String,
+    /// `pending` (a reviewed spawn's set always is).
+    pub status: String,
+    /// "1 added, 1 deleted" (kinds with no change left out; "no changes").
+    pub summary: String,
+    /// Paths the command created.
+    pub added: Vec<String>,
+    /// Files (or symlinks) whose content or target changed.
+    pub modified: Vec<String>,
+    /// Paths the command removed (a directory with everything in it).
+    pub deleted: Vec<String>,
+    /// Paths whose permission bits alone changed.
+    pub mode_changed: Vec<String>,
+    /// Entries apply will not create (a fifo, a socket, a device node): while there is one,
+    /// the set cannot be applied, only discarded.
+    pub unsupported: Vec<String>,
+}
+
+impl From<&ChangeSet> for ChangeSetSummaryRecord {
+    fn from(set: &ChangeSet) -> Self {
+        let paths = |kind: ChangeKind| {
+            set.changes
+                .iter()
+                .filter(|c| c.kind == kind)
+                .map(|c| c.root.join(&c.path).to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+        };
+        ChangeSetSummaryRecord {
+            id: set.id.clone(),
+            status: set.status.as_str().to_owned(),
+            summary: set.summary(),
+            added: paths(ChangeKind::Added),
+            modified: paths(ChangeKind::Modified),
+            deleted: paths(ChangeKind::Deleted),
+            mode_changed: paths(ChangeKind::ModeChanged),
+            unsupported: paths(ChangeKind::Unsupported),
+        }
+    }
+}
+
+/// How a change set is applied (`ApplyOptions` in every language). Unknown fields are
+/// refused.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Record),
+    uniffi(name = "ApplyOptions")
+)]
+pub struct ApplyOptionsRecord {
+    /// Also apply paths the turn's file policy asks about (a person confirmed them); denied
+    /// paths are always refused.
+    #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default = false))]
+    pub confirm_asks: bool,
+    /// Who applies it (`person:NAME`), recorded in the manifest and the audit row.
+    #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default = None))]
+    pub by: Option<String>,
+}
+
+impl ApplyOptionsRecord {
+    fn to_core(&self) -> ApplyOptions {
+        ApplyOptions {
+            confirm_asks: self.confirm_asks,
+            by: self.by.clone(),
+        }
+    }
+}
 
 fn changes_beside(store: &str) -> ChangeStore {
-    ChangeStore::beside(std::path::Path::new(store))
+    ChangeStore::beside(Path::new(store))
 }
 
 fn audit(store: &str) -> Result<SqliteAuditStore, TurnGateError> {
@@ -54,32 +141,51 @@ pub fn discard(store: &str, id: &str, by: Option<&str>) -> Result<Value, TurnGat
 }
 
 fn apply_options(options: Value) -> Result<ApplyOptions, TurnGateError> {
-    let mut out = ApplyOptions::default();
-    match options {
-        Value::Null => {}
-        Value::Object(map) => {
-            for (key, value) in map {
-                match (key.as_str(), value) {
-                    ("confirm_asks", Value::Bool(b)) => out.confirm_asks = b,
-                    ("by", Value::String(s)) => out.by = Some(s),
-                    ("by", Value::Null) => {}
-                    (key, value) => {
-                        return Err(TurnGateError::invalid(
-                            "options",
-                            format!("unknown or mistyped field `{key}`: {value}"),
-                        ));
-                    }
-                }
-            }
-        }
-        other => {
-            return Err(TurnGateError::invalid(
-                "options",
-                format!("expected an object or null, got {other}"),
-            ));
-        }
+    if options.is_null() {
+        return Ok(ApplyOptions::default());
     }
-    Ok(out)
+    Ok(from_value::<ApplyOptionsRecord>("options", options)?.to_core())
+}
+
+/// A change set's JSON (a manifest, or what another process handed over) checked against
+/// the `ChangeSet` type and returned as turngate writes it: an unknown field, kind or status
+/// is [`TurnGateError::InvalidInput`], never ignored.
+pub fn parse(change_set: Value) -> Result<Value, TurnGateError> {
+    let set: ChangeSet = from_value("change set", change_set)?;
+    to_value("change set", &set)
+}
+
+/// Every change set of `changes`, oldest first (a list of `ChangeSet`).
+pub(crate) fn list_in(changes: &ChangeStore) -> Result<Value, TurnGateError> {
+    to_value("change sets", &changes.list()?)
+}
+
+/// The change set `id` of `changes` (a `ChangeSet`).
+pub(crate) fn show_in(changes: &ChangeStore, id: &str) -> Result<Value, TurnGateError> {
+    to_value("change set", &changes.get(id)?)
+}
+
+/// Apply change set `id` of `changes`, verified against and recorded in `audit`.
+pub(crate) fn apply_in(
+    changes: &ChangeStore,
+    audit: &dyn AuditStore,
+    id: &str,
+    options: &ApplyOptionsRecord,
+) -> Result<Value, TurnGateError> {
+    to_value(
+        "change set",
+        &changes.apply(id, &options.to_core(), Some(audit))?,
+    )
+}
+
+/// Discard change set `id` of `changes`, recorded in `audit`.
+pub(crate) fn discard_in(
+    changes: &ChangeStore,
+    audit: &dyn AuditStore,
+    id: &str,
+    by: Option<&str>,
+) -> Result<Value, TurnGateError> {
+    to_value("change set", &changes.discard(id, by, Some(audit))?)
 }
 
 /// The changes directory for the audit store at `store` (for a gate's reviewed spawn).

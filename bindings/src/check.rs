@@ -179,11 +179,30 @@ pub struct InvocationRecord {
     #[serde(default)]
     #[cfg_attr(feature = "uniffi", uniffi(default = None))]
     pub cwd: Option<String>,
+    /// For `spawn` only: run with reviewable writes (DESIGN §18, Linux). The writable roots
+    /// are overlays, the command's writes become a change set beside the gate's audit store,
+    /// and the workspace is untouched until the change set is applied. Refused (nothing runs)
+    /// where that cannot be done, never run unreviewed; refused on any call but `spawn`.
+    #[serde(default)]
+    #[cfg_attr(feature = "uniffi", uniffi(default = false))]
+    pub review: bool,
 }
 
 impl InvocationRecord {
-    /// The core invocation.
+    /// The core invocation of a call that is not a spawn: `review` is refused there (it
+    /// would promise a review nothing performs).
     pub fn to_core(&self) -> Result<ToolInvocation, TurnGateError> {
+        if self.review {
+            return Err(TurnGateError::invalid(
+                "review",
+                "reviewable writes apply to `spawn` only (a shell command the gate runs)",
+            ));
+        }
+        self.to_core_unchecked()
+    }
+
+    /// The core invocation, `review` left to the caller (the gate's `spawn`).
+    pub(crate) fn to_core_unchecked(&self) -> Result<ToolInvocation, TurnGateError> {
         Ok(ToolInvocation {
             kind: parse_kind(&self.kind)?,
             target: self.target.clone(),

@@ -15,6 +15,7 @@ use turngate::sandbox::ProcessOutcome;
 
 use crate::approver::{ApproverHandle, DecisionRecord};
 use crate::broker::BrokerHandle;
+use crate::changes::ChangeSetSummaryRecord;
 use crate::check::{
     EvaluationRecord, InvocationRecord, NetworkResolutionRecord, resolution_record,
 };
@@ -147,6 +148,9 @@ pub struct ProcessOutcomeRecord {
     pub stderr_truncated: bool,
     /// What the sandbox enforced (a `SandboxReport`), when one was requested.
     pub sandbox: Option<Value>,
+    /// With `review`: the change set the command's writes became (pending; the workspace is
+    /// untouched until it is applied). None for a spawn without review.
+    pub change_set: Option<ChangeSetSummaryRecord>,
 }
 
 fn lossy_text<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
@@ -165,6 +169,7 @@ fn outcome_record(o: ProcessOutcome) -> Result<ProcessOutcomeRecord, TurnGateErr
         stdout_truncated: o.stdout_truncated,
         stderr_truncated: o.stderr_truncated,
         sandbox: o.sandbox.map(|s| to_value("sandbox", &s)).transpose()?,
+        change_set: None,
     })
 }
 
@@ -202,6 +207,9 @@ pub enum OpenRecord {
 #[derive(Debug)]
 pub struct GateHandle {
     gate: Gate,
+    /// Where a reviewed spawn's change sets go: beside the gate's audit store (or why there
+    /// is nowhere).
+    changes: Result<turngate::changes::ChangeStore, TurnGateError>,
 }
 
 impl GateHandle {
@@ -225,7 +233,10 @@ impl GateHandle {
             broker.set_turn_policy(turn_id, Arc::clone(gate.policy()));
             gate = gate.with_broker(broker.core().clone());
         }
-        Ok(Arc::new(GateHandle { gate }))
+        Ok(Arc::new(GateHandle {
+            gate,
+            changes: store.change_store(),
+        }))
     }
 
     /// The turn id.
@@ -264,8 +275,31 @@ impl GateHandle {
     /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox. Only
     /// a `shell_command` invocation can start a process; any other kind is an error before
     /// anything runs.
+    ///
+    /// With `inv.review` (Linux): reviewable writes. The writable roots are overlays, the
+    /// command's writes become a change set beside the gate's audit store, and the result's
+    /// `change_set` names it; the workspace is untouched until the store applies it. Refused
+    /// (nothing runs, [`TurnGateError::Changes`] or `Run`) where overlayfs in a user namespace
+    /// is unavailable, the mode runs commands unsandboxed, the store has no directory, or the
+    /// store's directory cannot be hidden from the command; never run unreviewed.
     pub async fn spawn(&self, inv: &InvocationRecord) -> Result<SpawnRecord, TurnGateError> {
-        spawn_record(self.gate.spawn(&inv.to_core()?).await?)
+        if !inv.review {
+            return spawn_record(self.gate.spawn(&inv.to_core()?).await?);
+        }
+        let changes = self.changes.as_ref().map_err(Clone::clone)?;
+        let reviewed = self
+            .gate
+            .spawn_reviewed(&inv.to_core_unchecked()?, changes)
+            .await?;
+        let summary = reviewed
+            .change_set
+            .as_ref()
+            .map(ChangeSetSummaryRecord::from);
+        let mut record = spawn_record(reviewed.result)?;
+        if let SpawnRecord::Ran(outcome) = &mut record {
+            outcome.change_set = summary;
+        }
+        Ok(record)
     }
 
     /// [`GateHandle::spawn`] with reviewable writes (Linux): the writable roots are overlays and
@@ -279,12 +313,19 @@ impl GateHandle {
         store: &str,
     ) -> Result<(SpawnRecord, Option<Value>), TurnGateError> {
         let changes = crate::changes::store_for(store);
-        let reviewed = self.gate.spawn_reviewed(&inv.to_core()?, &changes).await?;
+        let reviewed = self
+            .gate
+            .spawn_reviewed(&inv.to_core_unchecked()?, &changes)
+            .await?;
+        let mut record = spawn_record(reviewed.result)?;
+        if let (SpawnRecord::Ran(outcome), Some(set)) = (&mut record, &reviewed.change_set) {
+            outcome.change_set = Some(ChangeSetSummaryRecord::from(set));
+        }
         let set = reviewed
             .change_set
             .map(|s| to_value("change set", &s))
             .transpose()?;
-        Ok((spawn_record(reviewed.result)?, set))
+        Ok((record, set))
     }
 
     /// Decide a deferred shell command and, when allowed, run exactly its stored action under

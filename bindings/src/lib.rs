@@ -24,6 +24,7 @@ pub use approver::{
     ApprovalAskRecord, ApproverHandle, DecisionRecord, ForeignApprover, ForeignDecisionFuture,
 };
 pub use broker::{BrokerHandle, PendingHandle, SubscriptionHandle};
+pub use changes::{ApplyOptionsRecord, ChangeSetSummaryRecord};
 pub use check::{EvaluationRecord, InvocationRecord};
 pub use error::TurnGateError;
 pub use gate::{

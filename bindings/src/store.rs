@@ -3,11 +3,13 @@
 //! in their protocol shape. Every call blocks until the store answers; bindings run it off
 //! their event loop.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
 use turngate::approval::ApprovalResolution;
 use turngate::audit::{AuditStore, SqliteAuditStore, StoredResolution, TurnPermissionAuditEvent};
+use turngate::changes::ChangeStore;
 
 use crate::TurnGateError;
 use crate::convert::{from_value, to_value};
@@ -87,6 +89,54 @@ impl StoreHandle {
             .approval(request_id)?
             .map(|a| to_value("approval", &a))
             .transpose()
+    }
+
+    /// The change sets beside this store (`<dir of the store>/changes/`), where a gate on it
+    /// records a reviewed spawn's writes. A store with no directory keeps none: refused
+    /// (`Changes`, code `unavailable`).
+    pub(crate) fn change_store(&self) -> Result<ChangeStore, TurnGateError> {
+        if self.store.local_dir().is_none() {
+            return Err(TurnGateError::Changes {
+                code: "unavailable".to_owned(),
+                message: format!(
+                    "reviewable writes need an audit store on disk (the change sets live beside \
+                     it and are sealed in it), not `{}`",
+                    self.store.path()
+                ),
+                paths: Vec::new(),
+            });
+        }
+        Ok(ChangeStore::beside(Path::new(self.store.path())))
+    }
+
+    /// Every change set recorded beside this store, oldest first (a list of `ChangeSet`).
+    pub fn change_sets(&self) -> Result<Value, TurnGateError> {
+        crate::changes::list_in(&self.change_store()?)
+    }
+
+    /// The change set `id` (a `ChangeSet`, with a unified diff per text file). An id that is
+    /// not a change set id (`../x`) is refused (code `bad_id`), an unknown one `not_found`.
+    pub fn change_set(&self, id: &str) -> Result<Value, TurnGateError> {
+        crate::changes::show_in(&self.change_store()?, id)
+    }
+
+    /// Apply change set `id` to the workspace, all or nothing: its seal is verified against
+    /// this store, every path re-checked against the turn's file policy and compared with the
+    /// workspace's state at the end of the run. A refusal (conflicts, the policy, tampering, a
+    /// second apply) is [`TurnGateError::Changes`] with its code and paths, and nothing in the
+    /// workspace changed. Returns the applied `ChangeSet`.
+    pub fn apply_change_set(
+        &self,
+        id: &str,
+        options: &crate::changes::ApplyOptionsRecord,
+    ) -> Result<Value, TurnGateError> {
+        crate::changes::apply_in(&self.change_store()?, self.store.as_ref(), id, options)
+    }
+
+    /// Discard change set `id`: its writes are dropped, the workspace was never touched; `by`
+    /// is who discards it. Returns the discarded `ChangeSet`.
+    pub fn discard_change_set(&self, id: &str, by: Option<&str>) -> Result<Value, TurnGateError> {
+        crate::changes::discard_in(&self.change_store()?, self.store.as_ref(), id, by)
     }
 
     /// Record `resolution` (`allow_once`, `allow_for_turn`, `deny`, `cancelled`, `expired`)

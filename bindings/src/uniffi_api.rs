@@ -9,9 +9,11 @@ use serde_json::Value;
 
 /// The facade's records under the names Swift sees them by.
 pub use crate::{
-    ActionRecord as Action, AuthorizationRecord as Authorization, DecisionRecord as Decision,
-    DenialRecord as Denial, Effect, EvaluationRecord as Evaluation, InvocationRecord as Invocation,
-    ProcessOutcomeRecord as ProcessOutcome, SpawnRecord as SpawnResult, VerdictRecord as Verdict,
+    ActionRecord as Action, ApplyOptionsRecord as ApplyOptions,
+    AuthorizationRecord as Authorization, ChangeSetSummaryRecord as ChangeSetSummary,
+    DecisionRecord as Decision, DenialRecord as Denial, Effect, EvaluationRecord as Evaluation,
+    InvocationRecord as Invocation, ProcessOutcomeRecord as ProcessOutcome,
+    SpawnRecord as SpawnResult, VerdictRecord as Verdict,
 };
 use crate::{PolicyHandle, reduce, snapshot};
 
@@ -405,6 +407,40 @@ impl Store {
     pub fn pending_approvals(&self) -> Result<String> {
         Ok(self.handle.pending_approvals()?.to_string())
     }
+
+    /// Every change set a reviewed spawn recorded beside this store, oldest first (JSON list
+    /// of `ChangeSet`).
+    pub fn change_sets(&self) -> Result<String> {
+        Ok(self.handle.change_sets()?.to_string())
+    }
+
+    /// The change set `id` (`ChangeSet` JSON, a unified diff per text file). Throws `Changes`
+    /// (`bad_id`, `not_found`).
+    pub fn change_set(&self, id: String) -> Result<String> {
+        Ok(self.handle.change_set(&id)?.to_string())
+    }
+
+    /// Apply change set `id`, all or nothing (the applied `ChangeSet` JSON). A refusal throws
+    /// `Changes` with its code (`conflicts`, `policy_refused`, `tampered`, `not_pending`, ...)
+    /// and the paths; nothing in the workspace changed.
+    pub fn apply_change_set(&self, id: String, options: ApplyOptions) -> Result<String> {
+        Ok(self.handle.apply_change_set(&id, &options)?.to_string())
+    }
+
+    /// Discard change set `id` (the discarded `ChangeSet` JSON); `by` is who discards it.
+    pub fn discard_change_set(&self, id: String, by: Option<String>) -> Result<String> {
+        Ok(self
+            .handle
+            .discard_change_set(&id, by.as_deref())?
+            .to_string())
+    }
+}
+
+/// A `ChangeSet` (JSON) checked against the type and returned as turngate writes it; an
+/// unknown field, kind or status throws `InvalidInput`.
+#[uniffi::export]
+pub fn parse_change_set(json: String) -> Result<String> {
+    Ok(crate::changes::parse(parse("change set", &json)?)?.to_string())
 }
 
 /// The approval broker a UI answers through.

@@ -79,3 +79,252 @@ async fn a_reviewed_spawn_returns_its_change_set_and_applies_once() {
         "{err:?}"
     );
 }
+
+/// A workspace with `b.txt`, a store outside it, and an `auto_accept_edits` gate over it.
+struct Fixture {
+    _base: tempfile::TempDir,
+    ws: std::path::PathBuf,
+    base: std::path::PathBuf,
+    store: std::sync::Arc<StoreHandle>,
+    gate: std::sync::Arc<GateHandle>,
+}
+
+fn fixture(store_in: Option<&str>) -> Fixture {
+    let base_dir = tempfile::tempdir().unwrap();
+    let base = base_dir.path().canonicalize().unwrap();
+    let ws = base.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("b.txt"), "b\n").unwrap();
+    let store_path = match store_in {
+        Some(p) => base.join(p),
+        None => base.join("state/audit.db"),
+    };
+    std::fs::create_dir_all(store_path.parent().unwrap()).unwrap();
+    let store = StoreHandle::open(store_path.to_str().unwrap()).unwrap();
+    let gate = gate_over(&ws, &store);
+    Fixture {
+        _base: base_dir,
+        ws,
+        base,
+        store,
+        gate,
+    }
+}
+
+fn gate_over(ws: &std::path::Path, store: &StoreHandle) -> std::sync::Arc<GateHandle> {
+    let snapshot = turngate_ffi::snapshot::resolve(
+        Some(json!({"mode": "auto_accept_edits"})),
+        json!({
+            "workspace_root": ws,
+            "execution_backend": "native",
+            "platform": turngate_ffi::snapshot::probe_platform().unwrap(),
+        }),
+        None,
+    )
+    .unwrap();
+    let approver = ApproverHandle::builtin("approve_all").unwrap();
+    GateHandle::new("t-review", snapshot, store, &approver, None).unwrap()
+}
+
+fn reviewed(ws: &std::path::Path, line: &str) -> InvocationRecord {
+    InvocationRecord {
+        kind: "shell_command".into(),
+        target: line.into(),
+        cwd: Some(ws.to_string_lossy().into_owned()),
+        review: true,
+        ..Default::default()
+    }
+}
+
+const LINE: &str = "sh -c 'echo new > a.txt; rm b.txt'";
+
+fn code_of(err: &TurnGateError) -> (&str, Vec<String>) {
+    match err {
+        TurnGateError::Changes { code, paths, .. } => (code.as_str(), paths.clone()),
+        other => panic!("not a Changes error: {other:?}"),
+    }
+}
+
+fn path_str(p: std::path::PathBuf) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn review_on_spawn_holds_the_writes_until_the_gates_store_applies_them() {
+    let fx = fixture(None);
+    let record = fx.gate.spawn(&reviewed(&fx.ws, LINE)).await.unwrap();
+    let SpawnRecord::Ran(outcome) = record else {
+        panic!("expected ran, got {record:?}");
+    };
+    assert_eq!(outcome.exit_code, Some(0), "{outcome:?}");
+    assert!(
+        !fx.ws.join("a.txt").exists() && fx.ws.join("b.txt").exists(),
+        "the workspace changed before apply"
+    );
+    let summary = outcome
+        .change_set
+        .expect("a reviewed spawn carries its change set");
+    assert_eq!(summary.status, "pending");
+    assert_eq!(summary.added, vec![path_str(fx.ws.join("a.txt"))]);
+    assert_eq!(summary.deleted, vec![path_str(fx.ws.join("b.txt"))]);
+    assert!(summary.modified.is_empty() && summary.mode_changed.is_empty());
+    assert!(summary.unsupported.is_empty());
+    assert_eq!(summary.summary, "1 added, 1 deleted");
+
+    let listed = fx.store.change_sets().unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    let shown = fx.store.change_set(&summary.id).unwrap();
+    assert_eq!(shown["changes"].as_array().unwrap().len(), 2, "{shown}");
+    assert_eq!(
+        shown["changes"][0]["diff"],
+        "--- a/a.txt\n+++ b/a.txt\n@@ -0,0 +1 @@\n+new\n"
+    );
+
+    let applied = fx
+        .store
+        .apply_change_set(&summary.id, &Default::default())
+        .unwrap();
+    assert_eq!(applied["status"], "applied");
+    assert_eq!(
+        std::fs::read_to_string(fx.ws.join("a.txt")).unwrap(),
+        "new\n"
+    );
+    assert!(!fx.ws.join("b.txt").exists());
+    // Applied is applied: a second apply and a discard are refused.
+    let err = fx
+        .store
+        .apply_change_set(&summary.id, &Default::default())
+        .unwrap_err();
+    assert_eq!(code_of(&err).0, "not_pending");
+    let err = fx.store.discard_change_set(&summary.id, None).unwrap_err();
+    assert_eq!(code_of(&err).0, "not_pending");
+
+    // A spawn without review carries no change set and writes through.
+    let plain = InvocationRecord {
+        review: false,
+        ..reviewed(&fx.ws, "touch direct.txt")
+    };
+    let SpawnRecord::Ran(o) = fx.gate.spawn(&plain).await.unwrap() else {
+        panic!("expected ran");
+    };
+    assert!(o.change_set.is_none() && fx.ws.join("direct.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discarded_run_leaves_the_workspace_untouched_and_cannot_be_applied() {
+    let fx = fixture(None);
+    let SpawnRecord::Ran(o) = fx.gate.spawn(&reviewed(&fx.ws, LINE)).await.unwrap() else {
+        panic!("expected ran");
+    };
+    let id = o.change_set.unwrap().id;
+    let discarded = fx
+        .store
+        .discard_change_set(&id, Some("person:ana"))
+        .unwrap();
+    assert_eq!(discarded["status"], "discarded");
+    assert_eq!(discarded["resolved_by"], "person:ana");
+    assert!(!fx.ws.join("a.txt").exists());
+    assert_eq!(std::fs::read_to_string(fx.ws.join("b.txt")).unwrap(), "b\n");
+    let err = fx
+        .store
+        .apply_change_set(&id, &Default::default())
+        .unwrap_err();
+    assert_eq!(code_of(&err).0, "not_pending");
+    assert!(!fx.ws.join("a.txt").exists(), "apply after discard wrote");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_refuses_a_conflict_and_names_the_path() {
+    let fx = fixture(None);
+    let SpawnRecord::Ran(o) = fx.gate.spawn(&reviewed(&fx.ws, LINE)).await.unwrap() else {
+        panic!("expected ran");
+    };
+    let id = o.change_set.unwrap().id;
+    // Someone edits b.txt after the run: the set's deletion of it would lose that edit.
+    std::fs::write(fx.ws.join("b.txt"), "edited meanwhile\n").unwrap();
+    let err = fx
+        .store
+        .apply_change_set(&id, &Default::default())
+        .unwrap_err();
+    let (code, paths) = code_of(&err);
+    assert_eq!(code, "conflicts", "{err:?}");
+    assert_eq!(paths, vec![path_str(fx.ws.join("b.txt"))]);
+    assert!(err.message().contains("b.txt"), "{err}");
+    assert!(!fx.ws.join("a.txt").exists(), "a refused apply wrote a.txt");
+    assert_eq!(
+        std::fs::read_to_string(fx.ws.join("b.txt")).unwrap(),
+        "edited meanwhile\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_from_elsewhere_are_refused() {
+    let fx = fixture(None);
+    let SpawnRecord::Ran(o) = fx.gate.spawn(&reviewed(&fx.ws, LINE)).await.unwrap() else {
+        panic!("expected ran");
+    };
+    let id = o.change_set.unwrap().id;
+    // Another store does not know the set (it lives, and is sealed, beside the first).
+    let other_path = fx.base.join("other/audit.db");
+    std::fs::create_dir_all(other_path.parent().unwrap()).unwrap();
+    let other = StoreHandle::open(other_path.to_str().unwrap()).unwrap();
+    let err = other
+        .apply_change_set(&id, &Default::default())
+        .unwrap_err();
+    assert_eq!(code_of(&err).0, "not_found");
+    // A path for an id never leaves the changes directory.
+    for bad in ["../state/changes", "../../etc/passwd", "cs-1/../../x", ""] {
+        let err = fx
+            .store
+            .apply_change_set(bad, &Default::default())
+            .unwrap_err();
+        assert_eq!(code_of(&err).0, "bad_id", "{bad}: {err:?}");
+        assert_eq!(code_of(&fx.store.change_set(bad).unwrap_err()).0, "bad_id");
+    }
+    assert!(!fx.ws.join("a.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn review_is_refused_where_the_store_is_the_workspace() {
+    // The store's directory is the writable root: it cannot be hidden from the command.
+    let fx = fixture(Some("ws/audit.db"));
+    let err = fx
+        .gate
+        .spawn(&reviewed(&fx.ws, "touch ran.txt"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, TurnGateError::Run { .. }), "{err:?}");
+    assert!(!fx.ws.join("ran.txt").exists(), "the command ran");
+    assert!(
+        fx.store
+            .change_sets()
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn review_on_a_call_that_is_not_a_spawn_is_refused() {
+    let fx = fixture(None);
+    let inv = InvocationRecord {
+        kind: "file_write".into(),
+        target: path_str(fx.ws.join("x.txt")),
+        review: true,
+        ..Default::default()
+    };
+    assert!(matches!(
+        fx.gate.authorize(&inv).await.unwrap_err(),
+        TurnGateError::InvalidInput { .. }
+    ));
+    assert!(matches!(
+        fx.gate.open_write(&inv).await.unwrap_err(),
+        TurnGateError::InvalidInput { .. }
+    ));
+    assert!(matches!(
+        fx.gate.evaluate(&inv).unwrap_err(),
+        TurnGateError::InvalidInput { .. }
+    ));
+    assert!(!fx.ws.join("x.txt").exists());
+}

@@ -1,8 +1,7 @@
-//! Runs the `changes_serde` vectors (`core/tests/vectors/changes_serde.json`): a
-//! `ChangeSet` as JSON parses and serializes back unchanged, and a malformed one is refused
-//! with a message naming what was wrong. Bindings pass change sets as this JSON; the file moves
-//! to `tests/conformance/` once the Python and Node suites have a `changes_serde` runner (their
-//! "every suite on disk is run" checks fail on a suite they do not know).
+//! Runs the `changes_serde` vectors (`tests/conformance/changes_serde.json`): a `ChangeSet`
+//! as JSON parses and serializes back unchanged, and a malformed one is refused with a message
+//! naming what was wrong. Bindings pass change sets as this JSON; every language's suite runs
+//! the same file through its `parse_change_set`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -13,7 +12,8 @@ use turngate::changes::ChangeSet;
 
 #[test]
 fn change_set_vectors() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/changes_serde.json");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/conformance/changes_serde.json");
     let suite: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(suite["suite"], "changes_serde");
     let vectors = suite["vectors"].as_array().unwrap();

@@ -701,6 +701,216 @@ static void test_store(TgStore *store) {
   tg_policy_free(candidate);
 }
 
+/* ---- reviewable writes ---------------------------------------------------------------------- */
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "wb");
+  if (!f || fputs(text, f) < 0 || fclose(f) != 0) FAIL("cannot write %s", path);
+}
+
+/* A status and the last error's code: 1 when `st` is `want` with code `code`. */
+static int refused(TgStatus st, TgStatus want, const char *code) {
+  return st == want && same(tg_last_error_code(), code);
+}
+
+/* A reviewed spawn of `line` in `ws`: the change set's id (tg_string_free), or NULL. Sets
+ * *unavailable when this machine cannot review (nothing ran). */
+static char *reviewed_spawn(TgGate *gate, const char *ws, const char *line, int *unavailable) {
+  char *t = json_str(line), *w = json_str(ws);
+  char *inv = fmt("{\"target\": %s, \"cwd\": %s, \"review\": true}", t, w);
+  char *out = NULL, *id = NULL;
+  TgStatus st = tg_gate_spawn_json(gate, inv, &out);
+  if (refused(st, TG_STATUS_CHANGES, "unavailable")) {
+    *unavailable = 1;
+  } else if (ok(st, "tg_gate_spawn_json (review)")) {
+    char *outcome = jstr(out, "outcome"), *code = jget(out, "exit_code");
+    id = jstr2(out, "change_set", "id");
+    CHECK(same(outcome, "ran") && same(code, "0") && id != NULL,
+          "reviewed spawn: expected ran, exit 0, a change set; got %s", out);
+    tg_string_free(outcome);
+    tg_string_free(code);
+  }
+  tg_string_free(out);
+  free(inv);
+  free(t);
+  free(w);
+  return id;
+}
+
+/* `sh -c 'echo new > a.txt; rm b.txt'` under review: the workspace is untouched, the change set
+ * lists exactly those changes, apply makes them once, a discarded run leaves the workspace as
+ * it was, a conflict is refused naming the path, and ids from elsewhere are refused. */
+static void test_review(const char *base) {
+  char *ws = fmt("%s/rws", base), *state = fmt("%s/rstate", base), *other_dir = fmt("%s/rother", base);
+  char *db = fmt("%s/audit.db", state), *other_db = fmt("%s/audit.db", other_dir);
+  char *a = fmt("%s/a.txt", ws), *b = fmt("%s/b.txt", ws), *c = fmt("%s/c.txt", ws);
+  char *d = fmt("%s/d.txt", ws), *ran = fmt("%s/ran.txt", ws), *inside_db = fmt("%s/audit.db", ws);
+  if (mkdir(ws, 0700) != 0 || mkdir(state, 0700) != 0 || mkdir(other_dir, 0700) != 0) {
+    FAIL("mkdir review dirs");
+    return;
+  }
+  write_text(b, "b\n");
+  char *snap = resolve_snapshot(ws, "auto_accept_edits");
+  TgStore *store = NULL, *other = NULL, *inside = NULL;
+  TgApprover *approve_all = NULL;
+  TgGate *gate = NULL, *exposed = NULL;
+  char *id = NULL, *out = NULL;
+  int unavailable = 0;
+  if (!snap || !ok(tg_store_open(db, &store), "tg_store_open") ||
+      !ok(tg_approver_builtin("approve_all", &approve_all), "tg_approver_builtin") ||
+      !ok(tg_gate_new("turn-review", snap, store, approve_all, &gate), "tg_gate_new"))
+    goto done;
+
+  id = reviewed_spawn(gate, ws, "sh -c 'echo new > a.txt; rm b.txt'", &unavailable);
+  if (unavailable) {
+    CHECK(!exists(a) && exists(b), "a refused review ran the command");
+    printf("  review                 -> skipped: unavailable here: %s\n", tg_last_error_message());
+    goto done;
+  }
+  if (!id) goto done;
+  CHECK(!exists(a) && exists(b), "review: the workspace changed before apply");
+  if (ok(tg_store_change_set_json(store, id, &out), "tg_store_change_set_json")) {
+    char *changes = jget(out, "changes"), *first = NULL, *second = NULL;
+    size_t n = 0;
+    ok(tg_json_array_len(changes, &n), "changes");
+    if (n == 2) {
+      ok(tg_json_array_get(changes, 0, &first), "change 0");
+      ok(tg_json_array_get(changes, 1, &second), "change 1");
+    }
+    char *p0 = jstr(first, "path"), *k0 = jstr(first, "kind"), *p1 = jstr(second, "path"),
+         *k1 = jstr(second, "kind");
+    CHECK(n == 2 && same(p0, "a.txt") && same(k0, "added") && same(p1, "b.txt") &&
+              same(k1, "deleted"),
+          "change set: expected a.txt added and b.txt deleted, got %s", out);
+    printf("  review                 -> %s: %s %s, %s %s\n", id, show(k0), show(p0), show(k1),
+           show(p1));
+    tg_string_free(p0);
+    tg_string_free(k0);
+    tg_string_free(p1);
+    tg_string_free(k1);
+    tg_string_free(first);
+    tg_string_free(second);
+    tg_string_free(changes);
+  }
+  tg_string_free(out);
+  out = NULL;
+  size_t listed = 0;
+  if (ok(tg_store_change_sets_json(store, &out), "tg_store_change_sets_json"))
+    ok(tg_json_array_len(out, &listed), "change sets");
+  CHECK(listed == 1, "change sets: expected 1, got %s", show(out));
+  tg_string_free(out);
+  out = NULL;
+
+  if (ok(tg_store_apply_change_set_json(store, id, "{\"by\": \"person:ana\"}", &out),
+         "tg_store_apply_change_set_json")) {
+    char *status = jstr(out, "status"), *text = read_text(a);
+    CHECK(same(status, "applied") && same(text, "new\n") && !exists(b),
+          "apply: expected applied, a.txt = new, b.txt gone; got %s", out);
+    tg_string_free(status);
+    free(text);
+  }
+  tg_string_free(out);
+  out = NULL;
+  TgStatus st = tg_store_apply_change_set_json(store, id, NULL, &out);
+  CHECK(refused(st, TG_STATUS_CHANGES, "not_pending") && out == NULL,
+        "apply twice: expected TG_STATUS_CHANGES not_pending, got %d %s: %s", (int)st,
+        tg_last_error_code(), tg_last_error_message());
+  printf("  %-22s -> status %d (%s)\n", "apply again", (int)st, tg_last_error_code());
+  tg_string_free(id);
+
+  /* A second run, discarded: the workspace is left as it was; apply after discard refuses. */
+  write_text(b, "b\n");
+  id = reviewed_spawn(gate, ws, "sh -c 'echo two > c.txt; rm b.txt'", &unavailable);
+  if (id && ok(tg_store_discard_change_set_json(store, id, "person:ana", &out),
+               "tg_store_discard_change_set_json")) {
+    char *status = jstr(out, "status");
+    CHECK(same(status, "discarded") && !exists(c) && exists(b),
+          "discard: expected discarded and the workspace untouched, got %s", out);
+    tg_string_free(status);
+    tg_string_free(out);
+    out = NULL;
+    st = tg_store_apply_change_set_json(store, id, NULL, &out);
+    CHECK(refused(st, TG_STATUS_CHANGES, "not_pending") && !exists(c),
+          "apply after discard: got %d %s", (int)st, tg_last_error_code());
+  }
+  tg_string_free(id);
+
+  /* A third run whose deletion conflicts with an edit made after it. */
+  id = reviewed_spawn(gate, ws, "sh -c 'echo three > d.txt; rm b.txt'", &unavailable);
+  if (id) {
+    write_text(b, "edited meanwhile\n");
+    st = tg_store_apply_change_set_json(store, id, NULL, &out);
+    /* Copied: the borrowed text lasts only until the next tg_ call on this thread. */
+    char *paths = fmt("%s", tg_last_error_paths_json());
+    char *want = json_str(b), *want_paths = fmt("[%s]", want);
+    int equal = 0;
+    ok(tg_json_equal(paths, want_paths, &equal), "paths");
+    CHECK(st == TG_STATUS_CHANGES && equal && !exists(d),
+          "conflict: expected TG_STATUS_CHANGES naming [%s], got %d %s", b, (int)st, paths);
+    free(paths);
+    st = tg_store_apply_change_set_json(store, id, NULL, &out);
+    CHECK(refused(st, TG_STATUS_CHANGES, "conflicts") && contains(tg_last_error_message(), "b.txt"),
+          "conflict: expected code conflicts and b.txt in the message, got %s: %s",
+          tg_last_error_code(), tg_last_error_message());
+    printf("  %-22s -> status %d (%s) %s\n", "apply a conflict", (int)st, tg_last_error_code(),
+           tg_last_error_paths_json());
+    free(want);
+    free(want_paths);
+
+    /* Ids from another store, or paths, are refused. */
+    if (ok(tg_store_open(other_db, &other), "tg_store_open other")) {
+      st = tg_store_apply_change_set_json(other, id, NULL, &out);
+      CHECK(refused(st, TG_STATUS_CHANGES, "not_found"), "other store: got %d %s", (int)st,
+            tg_last_error_code());
+    }
+    const char *bad[] = {"../rstate/changes", "../../etc/passwd", "cs-1/../../x", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+      st = tg_store_apply_change_set_json(store, bad[i], NULL, &out);
+      CHECK(refused(st, TG_STATUS_CHANGES, "bad_id"), "id %s: got %d %s", bad[i], (int)st,
+            tg_last_error_code());
+      st = tg_store_change_set_json(store, bad[i], &out);
+      CHECK(refused(st, TG_STATUS_CHANGES, "bad_id"), "show %s: got %d", bad[i], (int)st);
+    }
+    st = tg_store_apply_change_set_json(store, id, "{\"confirm\": true}", &out);
+    CHECK(st == TG_STATUS_INVALID, "unknown apply option: got %d", (int)st);
+    CHECK(!exists(d), "a refused apply wrote d.txt");
+  }
+
+  /* The store's directory is the workspace: refused, nothing runs. */
+  if (ok(tg_store_open(inside_db, &inside), "tg_store_open inside") &&
+      ok(tg_gate_new("turn-exposed", snap, inside, approve_all, &exposed), "tg_gate_new")) {
+    char *w = json_str(ws);
+    char *inv = fmt("{\"target\": \"touch ran.txt\", \"cwd\": %s, \"review\": true}", w);
+    st = tg_gate_spawn_json(exposed, inv, &out);
+    CHECK(st == TG_STATUS_RUN && out == NULL && !exists(ran),
+          "store in the workspace: expected TG_STATUS_RUN and nothing run, got %d: %s", (int)st,
+          tg_last_error_message());
+    free(inv);
+    free(w);
+  }
+
+done:
+  tg_string_free(id);
+  tg_gate_free(gate);
+  tg_gate_free(exposed);
+  tg_approver_free(approve_all);
+  tg_store_free(store);
+  tg_store_free(other);
+  tg_store_free(inside);
+  tg_string_free(snap);
+  free(ws);
+  free(state);
+  free(other_dir);
+  free(db);
+  free(other_db);
+  free(a);
+  free(b);
+  free(c);
+  free(d);
+  free(ran);
+  free(inside_db);
+}
+
 static int run(const char *parent) {
   printf("turngate %s: the gate through the C ABI\n", tg_version());
   Fixture fx = {0};
@@ -776,6 +986,7 @@ static int run(const char *parent) {
   tg_string_free(net);
 
   test_store(store);
+  test_review(base);
 
   tg_gate_free(supervised);
   CHECK(atomic_load(&rev->frees) == 0, "user_data was released while a gate holds it");

@@ -495,6 +495,29 @@ static void run_replay_vector(const char *vector, size_t index) {
   tg_string_free(expect);
 }
 
+/* ---- suite changes_serde (as core/tests/conformance_changes.rs) --------------------------- */
+
+static void run_changes_serde_vector(const char *vector, size_t index) {
+  char *set = NULL, *needle = get_string(vector, "expect_error"), *out = NULL;
+  ok(tg_json_get(vector, "change_set", &set), "change_set");
+  TgStatus st = set ? tg_change_set_parse_json(set, &out) : TG_STATUS_NULL_ARGUMENT;
+  if (needle == NULL) {
+    if (st == TG_STATUS_OK && json_same(set, out))
+      passed++;
+    else
+      FAIL("changes_serde[%zu]: expected %s\n  got status %d: %s %s", index, set, (int)st,
+           out ? out : "", tg_last_error_message());
+  } else if (st == TG_STATUS_INVALID && strstr(tg_last_error_message(), needle) != NULL) {
+    passed++;
+  } else {
+    FAIL("changes_serde[%zu]: expected TG_STATUS_INVALID naming `%s`, got status %d: %s",
+         index, needle, (int)st, tg_last_error_message());
+  }
+  tg_string_free(out);
+  tg_string_free(needle);
+  tg_string_free(set);
+}
+
 static void run_file(const char *dir, const char *name, const char *suite,
                      void (*run)(const char *, size_t)) {
   char path[4096];
@@ -536,6 +559,7 @@ int main(int argc, char **argv) {
     run_file(argv[2], "policy_turn.json", "policy_turn", run_policy_turn_vector);
     run_file(argv[2], "policy_lint.json", "policy_lint", run_policy_lint_vector);
     run_file(argv[2], "replay.json", "replay", run_replay_vector);
+    run_file(argv[2], "changes_serde.json", "changes_serde", run_changes_serde_vector);
   } else {
     fprintf(stderr, "usage: %s demo | vectors DIR\n", argv[0]);
     return 2;

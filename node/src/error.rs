@@ -64,6 +64,10 @@ fn details_of(e: &TurnGateError) -> Value {
         TurnGateError::Snapshot { code, .. } => {
             d.insert("snapshotCode".into(), code.clone().into());
         }
+        TurnGateError::Changes { code, paths, .. } => {
+            d.insert("changesCode".into(), code.clone().into());
+            d.insert("paths".into(), paths.clone().into());
+        }
         _ => {}
     }
     Value::Object(d)

@@ -41,6 +41,18 @@ pub struct ProcessOutcome {
     pub stderr_truncated: bool,
     /// What the sandbox enforced (a `SandboxReport`), when one was requested.
     pub sandbox: Option<Value>,
+    /// With `review: true`: the change set the command's writes became (pending; the workspace
+    /// is untouched until `Store.applyChangeSet`).
+    #[napi(ts_type = "ChangeSetSummary")]
+    pub change_set: Option<Value>,
+}
+
+fn process_outcome(env: &Env, o: ProcessOutcomeRecord) -> napi::Result<ProcessOutcome> {
+    let change_set = o.change_set.as_ref().map(|c| record(env, c)).transpose()?;
+    Ok(ProcessOutcome {
+        change_set,
+        ..ProcessOutcome::from(o)
+    })
 }
 
 impl From<ProcessOutcomeRecord> for ProcessOutcome {
@@ -56,6 +68,7 @@ impl From<ProcessOutcomeRecord> for ProcessOutcome {
             stdout_truncated: o.stdout_truncated,
             stderr_truncated: o.stderr_truncated,
             sandbox: o.sandbox,
+            change_set: None,
         }
     }
 }
@@ -249,7 +262,11 @@ impl Gate {
         promise(env, work, |env, a| record(env, &a))
     }
 
-    /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox.
+    /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox. With
+    /// `review: true` its writes become a change set beside the store
+    /// (`result.process.changeSet`), the workspace untouched until `Store.applyChangeSet`;
+    /// where that cannot be done it rejects (`ChangesError`, `RunError`), never runs
+    /// unreviewed.
     #[napi(
         ts_args_type = "invocation: Invocation",
         ts_return_type = "Promise<SpawnResult>"
@@ -380,7 +397,7 @@ fn spawn_result(env: &Env, r: SpawnRecord) -> napi::Result<SpawnResult> {
     Ok(match r {
         SpawnRecord::Ran(o) => SpawnResult {
             outcome: "ran".to_owned(),
-            process: Some(o.into()),
+            process: Some(process_outcome(env, o)?),
             denial: None,
             request: None,
         },

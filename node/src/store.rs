@@ -9,7 +9,7 @@ use napi_derive::napi;
 use serde_json::Value;
 use turngate_ffi::StoreHandle;
 
-use crate::error::blocking;
+use crate::error::{OrThrow, blocking, options};
 
 /// What `Store.resolve` recorded.
 #[napi(object)]
@@ -109,6 +109,72 @@ impl Store {
         blocking(env, move || h.approval(&request_id), |_, v| Ok(v))
     }
 
+    /// Every change set a reviewed spawn (`gate.spawn({..., review: true})`) recorded beside
+    /// this store, oldest first (`ChangeSet[]`, in their schema's snake_case shape).
+    #[napi(ts_return_type = "Promise<ChangeSet[]>")]
+    pub fn change_sets<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Value>> {
+        let h = Arc::clone(&self.handle);
+        blocking(env, move || h.change_sets(), |_, v| Ok(v))
+    }
+
+    /// The change set `id` (a unified diff per text file). Rejects with `ChangesError`
+    /// (`changesCode` `bad_id` for a path such as `../x`, `not_found`).
+    #[napi(ts_return_type = "Promise<ChangeSet>")]
+    pub fn change_set<'env>(
+        &self,
+        env: &'env Env,
+        id: String,
+    ) -> napi::Result<PromiseRaw<'env, Value>> {
+        let h = Arc::clone(&self.handle);
+        blocking(env, move || h.change_set(&id), |_, v| Ok(v))
+    }
+
+    /// Apply change set `id` to the workspace, all or nothing; resolves to the applied
+    /// `ChangeSet`. `options` is `{confirmAsks?, by?}` (unknown fields throw). A refusal
+    /// rejects with `ChangesError` (`changesCode` `conflicts`, `policy_refused`, `tampered`,
+    /// `not_pending`, ..., and `paths`); nothing in the workspace changed.
+    #[napi(
+        ts_args_type = "id: string, options?: ApplyOptions | null",
+        ts_return_type = "Promise<ChangeSet>"
+    )]
+    pub fn apply_change_set<'env>(
+        &self,
+        env: &'env Env,
+        id: String,
+        options_value: Option<Value>,
+    ) -> napi::Result<PromiseRaw<'env, Value>> {
+        let opts: turngate_ffi::ApplyOptionsRecord = match options_value {
+            None | Some(Value::Null) => turngate_ffi::ApplyOptionsRecord::default(),
+            Some(v) => options(env, "options", v)?,
+        };
+        let h = Arc::clone(&self.handle);
+        blocking(env, move || h.apply_change_set(&id, &opts), |_, v| Ok(v))
+    }
+
+    /// Discard change set `id` (its writes are dropped; the workspace was never touched);
+    /// resolves to the discarded `ChangeSet`. `options` is `{by?}`.
+    #[napi(
+        ts_args_type = "id: string, options?: DiscardOptions | null",
+        ts_return_type = "Promise<ChangeSet>"
+    )]
+    pub fn discard_change_set<'env>(
+        &self,
+        env: &'env Env,
+        id: String,
+        options_value: Option<Value>,
+    ) -> napi::Result<PromiseRaw<'env, Value>> {
+        let by = match options_value {
+            None | Some(Value::Null) => None,
+            Some(v) => options::<DiscardOptions>(env, "options", v)?.by,
+        };
+        let h = Arc::clone(&self.handle);
+        blocking(
+            env,
+            move || h.discard_change_set(&id, by.as_deref()),
+            |_, v| Ok(v),
+        )
+    }
+
     /// Record `resolution` for a stored approval, first one wins. This records only; a gate's
     /// `resume` re-checks the action against the policy.
     #[napi(
@@ -135,4 +201,20 @@ impl Store {
             },
         )
     }
+}
+
+/// The options of `Store.discardChangeSet` (unknown fields throw).
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DiscardOptions {
+    #[serde(default)]
+    by: Option<String>,
+}
+
+/// A `ChangeSet` (a manifest, or one another process handed over, in its schema's snake_case
+/// shape) checked against the type and returned as turngate writes it: an unknown field, kind
+/// or status throws `InvalidInputError`, naming it.
+#[napi(ts_args_type = "changeSet: JsonObject", ts_return_type = "ChangeSet")]
+pub fn parse_change_set(env: Env, change_set: Value) -> napi::Result<Value> {
+    turngate_ffi::changes::parse(change_set).or_throw(&env)
 }

@@ -24,8 +24,9 @@ fn auth_out(py: Python<'_>, a: AuthorizationRecord) -> PyResult<Py<PyAny>> {
 }
 
 /// What `Gate.spawn` did: `outcome` is `"ran"`, `"denied"` or `"deferred"`. A run carries
-/// the exit code, signal, captured output and the sandbox report; a denial its `reason` and
-/// `tool_result`; a deferral its `request`.
+/// the exit code, signal, captured output and the sandbox report (and with `review=True` its
+/// `change_set`, a `ChangeSetSummary` dict); a denial its `reason` and `tool_result`; a
+/// deferral its `request`.
 #[pyclass(frozen, module = "turngate", name = "SpawnResult")]
 pub(crate) struct PySpawnResult {
     #[pyo3(get)]
@@ -50,6 +51,8 @@ pub(crate) struct PySpawnResult {
     tool_result: Option<String>,
     #[pyo3(get)]
     request: Option<Py<PyAny>>,
+    #[pyo3(get)]
+    change_set: Option<Py<PyAny>>,
 }
 
 #[pymethods]
@@ -88,6 +91,7 @@ fn empty_spawn(py: Python<'_>, outcome: &'static str) -> PySpawnResult {
         reason: None,
         tool_result: None,
         request: None,
+        change_set: None,
     }
 }
 
@@ -104,6 +108,7 @@ fn ran(py: Python<'_>, o: ProcessOutcomeRecord) -> PyResult<PySpawnResult> {
             .sandbox
             .map(|s| to_py(py, &s).map(Bound::unbind))
             .transpose()?,
+        change_set: o.change_set.map(|c| record(py, &c)).transpose()?,
         ..empty_spawn(py, "ran")
     })
 }
@@ -206,7 +211,7 @@ fn approver_of(
 }
 
 /// The `Invocation` record of a call's keyword arguments (`tool`, `item_id`, `tool_id`, `cwd`,
-/// and whatever field the facade declares next): they cross as the record's JSON form, so an
+/// `review`, and whatever field the facade declares next): they cross as the record's JSON form, so an
 /// unknown keyword is refused, naming it, and a path may be any `os.PathLike`.
 fn invocation_of(
     kind: &str,
@@ -247,6 +252,7 @@ pub(crate) fn invocation(
         item_id,
         tool_id,
         cwd: cwd.map(|p| p.to_string_lossy().into_owned()),
+        review: false,
     }
 }
 
@@ -378,7 +384,10 @@ impl PyGate {
 
     /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox
     /// (awaitable). Returns a `SpawnResult`; raises `SandboxUnavailable` when the snapshot
-    /// requires a sandbox this platform cannot provide (nothing runs unconfined).
+    /// requires a sandbox this platform cannot provide (nothing runs unconfined). With
+    /// `review=True` the writes become a change set beside the store (`result.change_set`),
+    /// the workspace untouched until `Store.apply_change_set`; raises `ChangesError`
+    /// (`unavailable`) or `RunError` where that cannot be done, never runs unreviewed.
     #[pyo3(signature = (command_line, **options))]
     fn spawn<'py>(
         &self,

@@ -65,6 +65,12 @@ create_exception!(
 );
 create_exception!(
     turngate,
+    ChangesError,
+    TurnGateErrorPy,
+    "A change set operation was refused (reviewable writes): `code` says why (`conflicts`, `policy_refused`, `tampered`, `not_pending`, `bad_id`, `not_found`, `unavailable`, ...) and `paths` names the paths; nothing in the workspace changed."
+);
+create_exception!(
+    turngate,
     PermissionDenied,
     pyo3::exceptions::PyPermissionError,
     "The gate refused an action; `reason` says why and `tool_result` is the text to hand the model."
@@ -87,6 +93,7 @@ pub(crate) fn to_py_err(py: Python<'_>, e: TurnGateError) -> PyErr {
         TurnGateError::SandboxUnavailable { .. } => SandboxUnavailable::new_err(message),
         TurnGateError::Approval { .. } => ApprovalError::new_err(message),
         TurnGateError::Run { .. } => RunError::new_err(message),
+        TurnGateError::Changes { .. } => ChangesError::new_err(message),
         _ => InvalidInput::new_err(message),
     };
     let value = err.value(py);
@@ -102,6 +109,10 @@ pub(crate) fn to_py_err(py: Python<'_>, e: TurnGateError) -> PyErr {
         }
         TurnGateError::Snapshot { code, .. } => {
             let _ = value.setattr(intern!(py, "code"), code);
+        }
+        TurnGateError::Changes { code, paths, .. } => {
+            let _ = value.setattr(intern!(py, "code"), code);
+            let _ = value.setattr(intern!(py, "paths"), paths);
         }
         _ => {}
     }
@@ -636,6 +647,19 @@ fn scope_hash(py: Python<'_>, scope: &Bound<'_, PyAny>) -> PyResult<String> {
     turngate_ffi::reduce::scope_hash(scope).py_err(py)
 }
 
+/// A `ChangeSet` dict (a manifest, or one another process handed over) checked against the
+/// type and returned as turngate writes it: an unknown field, kind or status raises
+/// `InvalidInput`, naming it.
+#[pyfunction]
+fn parse_change_set<'py>(
+    py: Python<'py>,
+    change_set: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let v = from_py(change_set, "change_set")?;
+    let out = turngate_ffi::changes::parse(v).py_err(py)?;
+    to_py(py, &out)
+}
+
 /// The version of the turngate core.
 #[pyfunction]
 fn version() -> &'static str {
@@ -667,6 +691,7 @@ fn _turngate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InvalidInput", py.get_type::<InvalidInput>())?;
     m.add("ApprovalError", py.get_type::<ApprovalError>())?;
     m.add("RunError", py.get_type::<RunError>())?;
+    m.add("ChangesError", py.get_type::<ChangesError>())?;
     m.add("PermissionDenied", py.get_type::<PermissionDenied>())?;
     m.add_class::<approver::PyDecision>()?;
     m.add_class::<gate::PySpawnResult>()?;
@@ -695,6 +720,7 @@ fn _turngate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reduce_all, m)?)?;
     m.add_function(wrap_pyfunction!(scope_from_action, m)?)?;
     m.add_function(wrap_pyfunction!(scope_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_change_set, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

@@ -120,6 +120,57 @@ impl PyStore {
         Ok(d)
     }
 
+    /// Every change set a reviewed spawn (`Gate.spawn(..., review=True)`) recorded beside this
+    /// store, oldest first (`ChangeSet` dicts).
+    fn change_sets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let h = &self.handle;
+        let v = py.detach(|| h.change_sets()).py_err(py)?;
+        to_py(py, &v)
+    }
+
+    /// The change set `id` (a `ChangeSet` dict, a unified diff per text file). Raises
+    /// `ChangesError` (`code` `bad_id` for a path such as `../x`, `not_found`).
+    fn change_set<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyAny>> {
+        let h = &self.handle;
+        let v = py.detach(|| h.change_set(id)).py_err(py)?;
+        to_py(py, &v)
+    }
+
+    /// Apply change set `id` to the workspace, all or nothing; returns the applied
+    /// `ChangeSet`. `confirm_asks` also applies paths the file policy asks about (denied paths
+    /// are always refused); `by` is who applies it. A refusal raises `ChangesError` with
+    /// `code` (`conflicts`, `policy_refused`, `tampered`, `not_pending`, ...) and `paths`;
+    /// nothing in the workspace changed.
+    #[pyo3(signature = (id, *, confirm_asks=false, by=None))]
+    fn apply_change_set<'py>(
+        &self,
+        py: Python<'py>,
+        id: &str,
+        confirm_asks: bool,
+        by: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let options = turngate_ffi::ApplyOptionsRecord { confirm_asks, by };
+        let h = &self.handle;
+        let v = py.detach(|| h.apply_change_set(id, &options)).py_err(py)?;
+        to_py(py, &v)
+    }
+
+    /// Discard change set `id` (its writes are dropped; the workspace was never touched);
+    /// returns the discarded `ChangeSet`. `by` is who discards it.
+    #[pyo3(signature = (id, *, by=None))]
+    fn discard_change_set<'py>(
+        &self,
+        py: Python<'py>,
+        id: &str,
+        by: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let h = &self.handle;
+        let v = py
+            .detach(|| h.discard_change_set(id, by.as_deref()))
+            .py_err(py)?;
+        to_py(py, &v)
+    }
+
     fn __repr__(&self) -> String {
         format!("Store({:?})", self.handle.path())
     }

@@ -437,7 +437,22 @@ def run_replay(v: dict[str, Any]) -> None:
     assert got == v["expect"], f"expected {v['expect']}, got {got}"
 
 
+# ---- suite changes_serde (as core/tests/conformance_changes.rs) -----------------------------
+
+
+def run_changes_serde(v: dict[str, Any]) -> None:
+    needle = v.get("expect_error")
+    if needle is None:
+        got = turngate.parse_change_set(v["change_set"])
+        assert got == v["change_set"], f"expected {v['change_set']}, got {got}"
+        return
+    with pytest.raises(turngate.InvalidInput) as e:
+        turngate.parse_change_set(v["change_set"])
+    assert needle in str(e.value), f"`{e.value}` does not name `{needle}`"
+
+
 RUNNERS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "changes_serde": run_changes_serde,
     "policy_turn": run_policy_turn,
     "policy_lint": run_policy_lint,
     "replay": run_replay,

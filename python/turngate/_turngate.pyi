@@ -6,7 +6,16 @@ from typing import Any, BinaryIO, Literal, Optional, Union, final, overload
 
 from typing_extensions import Self, Unpack, disjoint_base
 
-from ._types import ApprovalAsk, Authorization, Evaluation, InvocationOptions, Rule, Verdict
+from ._types import (
+    ApprovalAsk,
+    Authorization,
+    ChangeSet,
+    ChangeSetSummary,
+    Evaluation,
+    InvocationOptions,
+    Rule,
+    Verdict,
+)
 
 _Effect = Literal["allow", "ask", "deny"]
 _JSON = Any
@@ -50,6 +59,18 @@ class ApprovalError(TurnGateError):
 
 class RunError(TurnGateError):
     """A command could not be run; nothing ran unconfined."""
+
+class ChangesError(TurnGateError):
+    """A change set operation was refused (reviewable writes); nothing in the workspace
+    changed.
+
+    ``code`` says why (``conflicts``, ``policy_refused``, ``tampered``, ``not_pending``,
+    ``busy``, ``unsupported``, ``bad_id``, ``not_found``, ``unavailable``, ``io``, ...);
+    ``paths`` names the conflicting, refused or tampered paths (absolute).
+    """
+
+    code: str
+    paths: list[str]
 
 class PermissionDenied(TurnGateError, PermissionError):
     """The gate refused an action (raised by ``open_read``/``open_write`` and by guarded
@@ -134,6 +155,7 @@ def scope_from_action(
     kind: str, target: str, tool: Optional[str] = None, cwd: Optional[str] = None
 ) -> dict[str, _JSON]: ...
 def scope_hash(scope: dict[str, _JSON]) -> str: ...
+def parse_change_set(change_set: dict[str, _JSON]) -> ChangeSet: ...
 def version() -> str: ...
 
 _Env = Union[Mapping[Any, Any], Iterable[tuple[Union[str, bytes], Union[str, bytes]]]]
@@ -192,6 +214,8 @@ class SpawnResult:
     def tool_result(self) -> Optional[str]: ...
     @property
     def request(self) -> Optional[dict[str, _JSON]]: ...
+    @property
+    def change_set(self) -> Optional[ChangeSetSummary]: ...
 
 @final
 class Store:
@@ -217,6 +241,12 @@ class Store:
     def resolve(
         self, request_id: str, resolution: str, reason: str = "responder"
     ) -> dict[str, _JSON]: ...
+    def change_sets(self) -> list[ChangeSet]: ...
+    def change_set(self, id: str) -> ChangeSet: ...
+    def apply_change_set(
+        self, id: str, *, confirm_asks: bool = False, by: Optional[str] = None
+    ) -> ChangeSet: ...
+    def discard_change_set(self, id: str, *, by: Optional[str] = None) -> ChangeSet: ...
 
 @final
 class Subscription:
@@ -344,7 +374,8 @@ def evaluate(
 
 __all__ = [
     "ApprovalError",
-        "Broker",
+    "Broker",
+    "ChangesError",
     "Decision",
     "Gate",
     "PendingApproval",
@@ -370,6 +401,7 @@ __all__ = [
     "ensure_native_shell_allowed",
     "intersect",
     "map_cli_runtime",
+    "parse_change_set",
     "probe_platform",
     "reduce",
     "reduce_all",

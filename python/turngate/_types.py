@@ -51,6 +51,8 @@ class InvocationOptions(TypedDict, total=False):
     item_id: Optional[str]
     tool_id: Optional[str]
     cwd: Union[str, "os.PathLike[str]", None]
+    review: bool
+    """``spawn`` only: hold the command's writes for review (a change set beside the store)."""
 
 
 class Denial(TypedDict):
@@ -87,6 +89,60 @@ Authorization = Union[Allowed, Denied, Deferred]
 """What the gate decided for one call; ``outcome`` says which fields it has."""
 
 
+class ChangeSetSummary(TypedDict):
+    """A reviewed spawn's change set in brief (``SpawnResult.change_set``): its id and the
+    paths it changes (absolute), by kind."""
+
+    id: str
+    status: str
+    summary: str
+    added: list[str]
+    modified: list[str]
+    deleted: list[str]
+    mode_changed: list[str]
+    unsupported: list[str]
+
+
+class Change(TypedDict):
+    """One change of a ``ChangeSet`` (``schema("Change")``)."""
+
+    root: str
+    path: str
+    kind: Literal["added", "modified", "deleted", "mode_changed", "unsupported"]
+    entry: Literal["file", "dir", "symlink", "other"]
+    mode: NotRequired[int]
+    old_mode: NotRequired[int]
+    size: NotRequired[int]
+    old_size: NotRequired[int]
+    sha256: NotRequired[str]
+    link_target: NotRequired[str]
+    binary: bool
+    diff: NotRequired[str]
+    note: NotRequired[str]
+    before: dict[str, Any]
+
+
+class ReviewRoot(TypedDict):
+    path: str
+    layer: str
+
+
+class ChangeSet(TypedDict):
+    """A reviewed command's writes, waiting for a person (``schema("ChangeSet")``)."""
+
+    id: str
+    turn_id: str
+    command: str
+    created_at: str
+    status: Literal["pending", "applied", "discarded"]
+    roots: list[ReviewRoot]
+    changes: list[Change]
+    exit_code: NotRequired[int]
+    upper_digest: str
+    resolved_at: NotRequired[str]
+    resolved_by: NotRequired[str]
+
+
 class ApprovalAsk(TypedDict):
     request: dict[str, Any]
     action: Action
@@ -98,12 +154,16 @@ __all__ = [
     "Allowed",
     "ApprovalAsk",
     "Authorization",
+    "Change",
+    "ChangeSet",
+    "ChangeSetSummary",
     "Denial",
     "Denied",
     "Deferred",
     "Effect",
     "Evaluation",
     "InvocationOptions",
+    "ReviewRoot",
     "Rule",
     "Verdict",
 ]

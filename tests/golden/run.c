@@ -68,6 +68,7 @@ static const char *error_type(enum TgStatus s) {
     case TG_STATUS_SANDBOX_UNAVAILABLE: return "SandboxUnavailable";
     case TG_STATUS_APPROVAL: return "Approval";
     case TG_STATUS_RUN: return "Run";
+    case TG_STATUS_CHANGES: return "Changes";
     default: return "InvalidInput";
   }
 }
@@ -189,6 +190,18 @@ static enum TgStatus run(const char *call, const char *a, const char *tmp, size_
     if (s == TG_STATUS_OK) { *out = malloc(strlen(hash) + 3); sprintf(*out, "\"%s\"", hash); }
     tg_string_free(hash);
     tg_string_free(scope);
+  } else if (strcmp(call, "changes.parse") == 0) {
+    char *set = get(a, "change_set");
+    s = tg_change_set_parse_json(set, out);
+    tg_string_free(set);
+  } else if (strcmp(call, "changes.show") == 0) {
+    char *id = str(a, "id"), db[4096];
+    TgStore *st = NULL;
+    snprintf(db, sizeof db, "%s/%zu.db", tmp, i);
+    s = tg_store_open(db, &st);
+    if (s == TG_STATUS_OK) s = tg_store_change_set_json(st, id, out);
+    tg_store_free(st);
+    tg_string_free(id);
   } else {
     fprintf(stderr, "unknown call %s\n", call);
     exit(2);

@@ -13,6 +13,7 @@ const ERRORS = {
   SandboxUnavailableError: 'SandboxUnavailable',
   ApprovalError: 'Approval',
   RunError: 'Run',
+  ChangesError: 'Changes',
   InvalidInputError: 'InvalidInput',
 }
 
@@ -53,6 +54,8 @@ async function run(call, a, tmp, i) {
     case 'reduce_all': return turngate.reduceAll(a.inputs)
     case 'scope.from_action': return turngate.scopeFromAction(a.kind, a.target, a.tool, a.cwd)
     case 'scope.hash': return turngate.scopeHash(a.scope)
+    case 'changes.parse': return turngate.parseChangeSet(a.change_set)
+    case 'changes.show': return (await turngate.Store.open(`${tmp}/${i}.db`)).changeSet(a.id)
     default: throw new Error(`unknown call ${call}`)
   }
 }

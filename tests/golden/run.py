@@ -16,6 +16,7 @@ ERRORS = {
     "SandboxUnavailable": "SandboxUnavailable",
     "ApprovalError": "Approval",
     "RunError": "Run",
+    "ChangesError": "Changes",
     "InvalidInput": "InvalidInput",
 }
 
@@ -81,6 +82,10 @@ def run(call: str, a: dict[str, Any], tmp: str, i: int) -> Any:
         return turngate.scope_from_action(a["kind"], a["target"], a.get("tool"), a.get("cwd"))
     if call == "scope.hash":
         return turngate.scope_hash(a["scope"])
+    if call == "changes.parse":
+        return turngate.parse_change_set(a["change_set"])
+    if call == "changes.show":
+        return turngate.Store(os.path.join(tmp, f"{i}.db")).change_set(a["id"])
     raise SystemExit(f"unknown call {call}")
 
 

@@ -228,12 +228,21 @@ pub unsafe extern "C" fn tg_gate_resume_json(
 
 /// Authorizes a shell command and, when allowed, runs it under the snapshot's sandbox, blocking
 /// until it exits. `invocation` is `{"target": command line, "tool"?, "cwd"?, "item_id"?,
-/// "tool_id"?}` (`"kind"`, if given, must be `shell_command`). Writes
+/// "tool_id"?, "review"?}` (`"kind"`, if given, must be `shell_command`). Writes
 /// - `{"outcome": "ran", "pid", "exit_code", "signal", "timed_out", "duration_ms", "stdout",
-///   "stderr", "stdout_truncated", "stderr_truncated", "sandbox"}` (`exit_code` null when a
-///   signal ended it; the output as text, invalid UTF-8 replaced; `sandbox` the
-///   `SandboxReport` of what the kernel enforced, null when none was required);
+///   "stderr", "stdout_truncated", "stderr_truncated", "sandbox", "change_set"}` (`exit_code`
+///   null when a signal ended it; the output as text, invalid UTF-8 replaced; `sandbox` the
+///   `SandboxReport` of what the kernel enforced, null when none was required; `change_set`
+///   null unless reviewed);
 /// - or a denial or deferral as `tg_gate_authorize_json` writes (nothing ran).
+///
+/// With `"review": true` (Linux) the writes are reviewable: the writable roots are overlays,
+/// the workspace stays untouched, and `change_set` is `{"id", "status", "summary", "added",
+/// "modified", "deleted", "mode_changed", "unsupported"}` (absolute paths), to apply or discard
+/// with `tg_store_apply_change_set_json` / `tg_store_discard_change_set_json` on the gate's
+/// store. Where that cannot be done (no overlayfs in a user namespace, an unsandboxed mode, a
+/// store with no directory) it fails with `TG_STATUS_CHANGES` (code `unavailable`), and where the
+/// store's directory is a writable root with `TG_STATUS_RUN`: nothing runs, never unreviewed.
 ///
 /// A snapshot that requires a sandbox this platform cannot provide fails with
 /// `TG_STATUS_SANDBOX_UNAVAILABLE`; nothing runs unconfined. `*out_json` is owned by the

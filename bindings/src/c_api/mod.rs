@@ -76,6 +76,11 @@ pub enum TgStatus {
     /// A command could not be run (spawn or I/O failed, or the sandbox could not be applied in
     /// the child). Nothing ran unconfined.
     Run = 10,
+    /// A change set operation was refused or failed (reviewable writes): nothing in the
+    /// workspace changed. `tg_last_error_code()` is the reason (`conflicts`,
+    /// `policy_refused`, `tampered`, `not_pending`, `not_found`, `bad_id`, `unavailable`,
+    /// ...) and `tg_last_error_paths_json()` the paths it names.
+    Changes = 11,
 }
 
 /// The effect of an action. The order of strictness is deny > ask > allow.
@@ -106,10 +111,13 @@ pub struct TgPolicy {
     handle: Arc<PolicyHandle>,
 }
 
-/// A failure on its way to C: a status and the message `tg_last_error_message` returns.
+/// A failure on its way to C: a status, the message `tg_last_error_message` returns, and the
+/// machine-readable code and paths of `tg_last_error_code` and `tg_last_error_paths_json`.
 struct Failure {
     status: TgStatus,
     message: String,
+    code: String,
+    paths: Vec<String>,
 }
 
 impl From<TurnGateError> for Failure {
@@ -121,40 +129,67 @@ impl From<TurnGateError> for Failure {
             TurnGateError::SandboxUnavailable { .. } => TgStatus::SandboxUnavailable,
             TurnGateError::Approval { .. } => TgStatus::Approval,
             TurnGateError::Run { .. } => TgStatus::Run,
+            TurnGateError::Changes { .. } => TgStatus::Changes,
             _ => TgStatus::Invalid,
+        };
+        let (code, paths) = match &e {
+            TurnGateError::Changes { code, paths, .. } => (code.clone(), paths.clone()),
+            TurnGateError::Snapshot { code, .. } => (code.clone(), Vec::new()),
+            _ => (String::new(), Vec::new()),
         };
         Failure {
             status,
             message: e.message().to_owned(),
+            code,
+            paths,
         }
     }
 }
 
 impl Failure {
     fn new(status: TgStatus, message: String) -> Self {
-        Failure { status, message }
+        Failure {
+            status,
+            message,
+            code: String::new(),
+            paths: Vec::new(),
+        }
     }
 }
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    static LAST_CODE: RefCell<CString> = RefCell::new(CString::default());
+    static LAST_PATHS: RefCell<CString> = RefCell::new(c"[]".to_owned());
+}
+
+/// `text` as a C string; a text with an interior NUL keeps the part before it.
+fn c_text(text: &str) -> CString {
+    let bytes: Vec<u8> = text.bytes().take_while(|b| *b != 0).collect();
+    CString::new(bytes).unwrap_or_default()
 }
 
 fn set_last_error(message: &str) {
-    // A message with an interior NUL keeps the part before it.
-    let bytes: Vec<u8> = message.bytes().take_while(|b| *b != 0).collect();
-    let text = CString::new(bytes).unwrap_or_default();
-    LAST_ERROR.with(|e| *e.borrow_mut() = text);
+    LAST_ERROR.with(|e| *e.borrow_mut() = c_text(message));
+}
+
+/// Records the last failure's code and paths (an empty code and `[]` after a success).
+fn set_last_detail(code: &str, paths: &[String]) {
+    LAST_CODE.with(|c| *c.borrow_mut() = c_text(code));
+    let json = Value::from(paths.to_vec()).to_string();
+    LAST_PATHS.with(|p| *p.borrow_mut() = c_text(&json));
 }
 
 /// The panic boundary every fallible entry point runs in: clears the thread's last error, runs
 /// `f`, and turns an error or a panic into a status with the message recorded.
 fn guard(f: impl FnOnce() -> Result<(), Failure>) -> TgStatus {
     set_last_error("");
+    set_last_detail("", &[]);
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => TgStatus::Ok,
         Ok(Err(failure)) => {
             set_last_error(&failure.message);
+            set_last_detail(&failure.code, &failure.paths);
             failure.status
         }
         Err(panic) => {
@@ -358,6 +393,24 @@ pub extern "C" fn tg_version() -> *const c_char {
 #[unsafe(no_mangle)]
 pub extern "C" fn tg_last_error_message() -> *const c_char {
     catch_unwind(|| LAST_ERROR.with(|e| e.borrow().as_ptr())).unwrap_or(c"".as_ptr())
+}
+
+/// The machine-readable code of the last failed `tg_` call on this thread: for
+/// `TG_STATUS_CHANGES` the change set refusal (`conflicts`, `policy_refused`, `tampered`,
+/// `not_pending`, `busy`, `not_found`, `bad_id`, `unsupported`, `unavailable`, `io`, ...), for
+/// `TG_STATUS_SNAPSHOT` the snapshot error's code; "" otherwise. Borrowed like
+/// `tg_last_error_message()`: valid until the next `tg_` call on this thread. Never free it.
+#[unsafe(no_mangle)]
+pub extern "C" fn tg_last_error_code() -> *const c_char {
+    catch_unwind(|| LAST_CODE.with(|c| c.borrow().as_ptr())).unwrap_or(c"".as_ptr())
+}
+
+/// The paths the last failed `tg_` call on this thread names, as a JSON array of strings
+/// (absolute paths: a change set's conflicting, refused or tampered paths); `[]` when it names
+/// none. Borrowed like `tg_last_error_message()`. Never free it.
+#[unsafe(no_mangle)]
+pub extern "C" fn tg_last_error_paths_json() -> *const c_char {
+    catch_unwind(|| LAST_PATHS.with(|p| p.borrow().as_ptr())).unwrap_or(c"[]".as_ptr())
 }
 
 /// Releases a string returned by a `tg_` function. NULL is a no-op.

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::{
     TgStatus, arg, free_handle, guard, handle_arg, handle_result, json_arg, json_result, opt_arg,
-    out_ptr, record_json, string_result,
+    opt_json_arg, out_ptr, record_json, string_result,
 };
 use crate::StoreHandle;
 
@@ -210,6 +210,123 @@ pub unsafe extern "C" fn tg_store_resolve_json(
                 opt_arg("reason", reason)?.unwrap_or("responder"),
             )?;
             record_json("resolution", &r)
+        })
+    }
+}
+
+// ---- change sets (reviewable writes) ---------------------------------------------------------
+
+/// Every change set a reviewed spawn (`"review": true` in `tg_gate_spawn_json`) recorded
+/// beside this store, oldest first: a JSON array of `ChangeSet` (`{"id", "turn_id",
+/// "command", "status", "roots", "changes": [{"root", "path", "kind", "entry", "diff"?, ...}],
+/// ...}`, `tg_schema_json("ChangeSet")`). `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `store` is a live store; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_change_sets_json(
+    store: *const TgStore,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            Ok(store_arg("store", store)?.handle.change_sets()?)
+        })
+    }
+}
+
+/// The change set `id` as `ChangeSet` JSON (a unified diff per text file). An id that is not a
+/// change set id (`../x`) fails with `TG_STATUS_CHANGES` and code `bad_id`, an unknown one with
+/// `not_found` (`tg_last_error_code()`). `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `store` is a live store; `id` NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_change_set_json(
+    store: *const TgStore,
+    id: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let s = store_arg("store", store)?;
+            Ok(s.handle.change_set(arg("id", id)?)?)
+        })
+    }
+}
+
+/// Applies change set `id` to the workspace, all or nothing. `options` is NULL or JSON
+/// `{"confirm_asks"?: bool, "by"?: string}` (unknown fields are refused). Writes the applied
+/// `ChangeSet`. A refusal fails with `TG_STATUS_CHANGES`: `tg_last_error_code()` says why
+/// (`conflicts`, `policy_refused`, `tampered`, `not_pending`, `busy`, `unsupported`, ...) and
+/// `tg_last_error_paths_json()` names the paths; nothing in the workspace changed.
+/// `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `store` is a live store; `id` NUL-terminated; `options` NULL or NUL-terminated; `out_json`
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_apply_change_set_json(
+    store: *const TgStore,
+    id: *const c_char,
+    options: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let s = store_arg("store", store)?;
+            let options: crate::ApplyOptionsRecord = match opt_json_arg("options", options)? {
+                None | Some(serde_json::Value::Null) => crate::ApplyOptionsRecord::default(),
+                Some(v) => crate::convert::from_value("options", v)?,
+            };
+            Ok(s.handle.apply_change_set(arg("id", id)?, &options)?)
+        })
+    }
+}
+
+/// Discards change set `id`: its writes are dropped (the workspace was never touched); `by`
+/// (NULL for none) is who discards it. Writes the discarded `ChangeSet`; a set already applied
+/// or discarded fails with `TG_STATUS_CHANGES` (`not_pending`). `*out_json` is owned by the
+/// caller.
+///
+/// # Safety
+/// `store` is a live store; `id` NUL-terminated; `by` NULL or NUL-terminated; `out_json`
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_discard_change_set_json(
+    store: *const TgStore,
+    id: *const c_char,
+    by: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let s = store_arg("store", store)?;
+            Ok(s.handle
+                .discard_change_set(arg("id", id)?, opt_arg("by", by)?)?)
+        })
+    }
+}
+
+/// Checks `change_set` (JSON) against the `ChangeSet` type and writes it back as turngate
+/// writes it; an unknown field, kind or status fails with `TG_STATUS_INVALID`, naming it.
+/// `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `change_set` NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_change_set_parse_json(
+    change_set: *const c_char,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            Ok(crate::changes::parse(json_arg("change_set", change_set)?)?)
         })
     }
 }

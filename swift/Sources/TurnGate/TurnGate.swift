@@ -30,6 +30,21 @@ extension Policy {
 }
 
 extension Store {
+    /// Apply change set `id` to the workspace, all or nothing: the applied `ChangeSet` JSON.
+    /// A refusal throws `TurnGateError.Changes(code, message, paths)` (`conflicts`,
+    /// `policy_refused`, `tampered`, `not_pending`, ...); nothing in the workspace changed.
+    public func applyChangeSet(_ id: String, confirmAsks: Bool = false, by: String? = nil) throws
+        -> String
+    {
+        try applyChangeSet(id: id, options: ApplyOptions(confirmAsks: confirmAsks, by: by))
+    }
+
+    /// Discard change set `id` (the workspace was never touched): the discarded `ChangeSet`
+    /// JSON.
+    public func discardChangeSet(_ id: String, by: String? = nil) throws -> String {
+        try discardChangeSet(id: id, by: by)
+    }
+
     /// Re-decide every recorded decision under `policy` as a candidate (`turngate replay`):
     /// the JSON report `{"decisions", "flips"}` of the decisions that flip. `options` is JSON
     /// `{"turn"?, "since"?, "workspace"?}`.
@@ -181,12 +196,16 @@ extension ProcessOutcome {
 extension Gate {
     /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox
     /// (`cwd` defaults to the workspace). Throws `SandboxUnavailable` when the snapshot requires
-    /// a sandbox this platform cannot provide; nothing runs unconfined.
-    public func spawn(_ commandLine: String, cwd: String? = nil, tool: String? = nil) async throws
-        -> SpawnResult
-    {
+    /// a sandbox this platform cannot provide; nothing runs unconfined. With `review: true` the
+    /// command's writes become a change set beside the gate's store (`process.changeSet`), the
+    /// workspace untouched until `Store.applyChangeSet`; where that cannot be done it throws
+    /// (`Changes`, `Run`), never runs unreviewed.
+    public func spawn(
+        _ commandLine: String, cwd: String? = nil, tool: String? = nil, review: Bool = false
+    ) async throws -> SpawnResult {
         try await spawn(
-            invocation: Invocation(kind: "shell_command", target: commandLine, tool: tool, cwd: cwd))
+            invocation: Invocation(
+                kind: "shell_command", target: commandLine, tool: tool, cwd: cwd, review: review))
     }
 
     /// Authorize a read of `invocation.target` and open it race-free beneath its root.

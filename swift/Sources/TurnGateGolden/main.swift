@@ -122,6 +122,10 @@ func run(_ call: String, _ a: [String: Any], _ tmp: String, _ i: Int) async thro
         return encode(try scopeFromAction(kind: kind, target: target, tool: tool, cwd: a["cwd"] as? String))
     case "scope.hash":
         return try scopeHash(scope: text(a["scope"]!))
+    case "changes.parse":
+        return encode(try parseChangeSet(json: text(a["change_set"]!)))
+    case "changes.show":
+        return encode(try Store.open(path: "\(tmp)/\(i).db").changeSet(id: a["id"] as! String))
     default:
         fatalError("unknown call \(call)")
     }

@@ -146,6 +146,26 @@ final class ConformanceTests: XCTestCase {
         XCTAssertEqual(asked.rule?.tool, "t*")
     }
 
+    // ---- suite changes_serde (as core/tests/conformance_changes.rs) -------------------------
+
+    func testChangesSerdeSuite() throws {
+        try run(["changes_serde"]) { v in
+            guard let set = v["change_set"] else { throw VectorFailure("malformed vector") }
+            do {
+                let got = try JSON.parse(try parseChangeSet(json: set.text))
+                if let needle = v["expect_error"]?.string {
+                    throw VectorFailure("expected an error naming \(needle), got \(got.text)")
+                }
+                try require(got == set, "expected \(set.text), got \(got.text)")
+            } catch let TurnGateError.InvalidInput(message) {
+                guard let needle = v["expect_error"]?.string else {
+                    throw VectorFailure("unexpected error: \(message)")
+                }
+                try require(message.contains(needle), "`\(message)` does not name `\(needle)`")
+            }
+        }
+    }
+
     // ---- suite policy_serde ----------------------------------------------------------------
 
     func testPolicySerdeSuite() throws {
@@ -438,7 +458,7 @@ final class ConformanceTests: XCTestCase {
     static let runSuites: Set<String> = [
         "policy", "policy_serde", "snapshot_resolve", "snapshot_cap", "snapshot_prompt",
         "snapshot_runtime", "reducer", "scope_hash", "checkers_network", "checkers_shell",
-        "checkers_env", "gate", "policy_turn", "policy_lint", "replay",
+        "checkers_env", "gate", "policy_turn", "policy_lint", "replay", "changes_serde",
     ]
 
     func testEverySuiteOnDiskIsRunOrListedWithAReason() throws {
