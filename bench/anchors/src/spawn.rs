@@ -29,7 +29,7 @@ pub struct Tools {
     pub turngate: Result<PathBuf, String>,
 }
 
-fn snapshot(workspace: &Path) -> TurnExecutionSecuritySnapshot {
+pub(crate) fn snapshot(workspace: &Path) -> TurnExecutionSecuritySnapshot {
     let context = ResolveContext::new(workspace, turngate::probe::probe_platform());
     let selection = TurnPermissionProfileSelection {
         mode: Some(PermissionMode::AutoAcceptEdits),

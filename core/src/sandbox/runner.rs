@@ -264,6 +264,35 @@ impl Drop for TmpDirGuard {
     }
 }
 
+/// This run's private tmp dir as the child needs it: its path (for the mount view) and an
+/// `O_PATH` descriptor on it (for the Landlock rule).
+#[cfg(target_os = "linux")]
+struct RunTmp {
+    path: std::ffi::CString,
+    fd: OwnedFd,
+}
+
+#[cfg(target_os = "linux")]
+impl RunTmp {
+    fn open(dir: &Path) -> Result<RunTmp, RunError> {
+        let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+            .map_err(|_| RunError::InvalidRequest("the tmp dir contains a NUL byte".into()))?;
+        // SAFETY: a NUL-terminated path; the descriptor is owned below.
+        let fd = unsafe {
+            libc::open(
+                path.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(RunError::Io(std::io::Error::last_os_error()));
+        }
+        // SAFETY: `open` returned a fresh descriptor nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(RunTmp { path, fd })
+    }
+}
+
 /// Kills the process group if the run is abandoned before the child was reaped.
 struct GroupGuard {
     pgid: i32,
@@ -305,13 +334,14 @@ unsafe fn confine(
     cwd: &std::ffi::CStr,
     parent: libc::pid_t,
     bridge: libc::c_int,
+    tmp: Option<(&std::ffi::CStr, libc::c_int)>,
 ) -> Result<(), (u32, i32)> {
     use super::namespace as ns;
     // SAFETY (whole function): raw syscalls on scalars and NUL-terminated strings prepared by
     // the parent.
     unsafe {
         if let Some(plan) = &launch.namespaces {
-            plan.enter(parent, bridge)?;
+            plan.enter(parent, bridge, tmp.map(|(path, _)| path))?;
             if libc::chdir(cwd.as_ptr()) != 0 {
                 return Err((ns::STEP_CHDIR, *libc::__errno_location()));
             }
@@ -322,6 +352,18 @@ unsafe fn confine(
             libc::c_uint::MAX,
             libc::CLOSE_RANGE_CLOEXEC,
         );
+        // The tmp grant's rule descriptors stand for a deleted placeholder until they are
+        // pointed at this run's tmp dir (see `linux::TmpSlot`).
+        if let Some(slots) = &launch.tmp_slot {
+            let Some((_, fd)) = tmp else {
+                return Err((ns::STEP_TMP, libc::ENOENT));
+            };
+            for slot in slots {
+                if libc::dup3(fd, *slot, libc::O_CLOEXEC) < 0 {
+                    return Err((ns::STEP_TMP, *libc::__errno_location()));
+                }
+            }
+        }
         if let Err(e) = launch.landlock.apply_raw() {
             return Err((stage_code(e.stage()), e.errno()));
         }
@@ -536,12 +578,18 @@ impl ProcessRunner {
             None => None,
             Some(spec) => {
                 if spec.tmp == TmpSpec::Isolated(None) {
-                    let mut spec = spec.clone();
                     let guard = TmpDirGuard::create()?;
-                    spec.tmp = TmpSpec::Isolated(Some(guard.0.clone()));
+                    tmp_env = Some(guard.0.as_os_str().to_os_string());
+                    let prepared = if self.backend.prepares_per_run_tmp() {
+                        // Prepared once; this run's tmp dir is handed to the child.
+                        self.prepare_cached(spec)?
+                    } else {
+                        let mut spec = spec.clone();
+                        spec.tmp = TmpSpec::Isolated(Some(guard.0.clone()));
+                        Arc::new(prepare(self.backend.as_ref(), &spec)?)
+                    };
                     tmp_guard = Some(guard);
-                    tmp_env = spec.tmp_dir().map(|d| d.as_os_str().to_os_string());
-                    Some(Arc::new(prepare(self.backend.as_ref(), &spec)?))
+                    Some(prepared)
                 } else {
                     tmp_env = spec.tmp_dir().map(|d| d.as_os_str().to_os_string());
                     Some(self.prepare_cached(spec)?)
@@ -602,6 +650,16 @@ impl ProcessRunner {
                     }
                 }
                 let bridge_fd = bridge.as_ref().map_or(-1, |(_, child)| child.as_raw_fd());
+                // This run's own tmp dir, for a sandbox prepared with a placeholder for it.
+                let run_tmp = match (&sandbox.tmp_slot, &tmp_guard) {
+                    (None, _) => None,
+                    (Some(_), Some(guard)) => Some(RunTmp::open(&guard.0)?),
+                    (Some(_), None) => {
+                        return Err(RunError::InvalidRequest(
+                            "the sandbox expects a private tmp dir for this run".into(),
+                        ));
+                    }
+                };
                 let (read_end, write_end) = cloexec_pipe()?;
                 let fd = write_end.as_raw_fd();
                 let sandbox = Arc::clone(sandbox);
@@ -619,7 +677,11 @@ impl ProcessRunner {
                             report_child_failure(fd, 7, errno);
                             return Err(std::io::Error::from_raw_os_error(errno));
                         }
-                        if let Err((step, errno)) = confine(&sandbox, &cwd, parent, bridge_fd) {
+                        let tmp = run_tmp
+                            .as_ref()
+                            .map(|t| (t.path.as_c_str(), t.fd.as_raw_fd()));
+                        if let Err((step, errno)) = confine(&sandbox, &cwd, parent, bridge_fd, tmp)
+                        {
                             report_child_failure(fd, step, errno);
                             return Err(std::io::Error::from_raw_os_error(errno));
                         }
