@@ -1986,6 +1986,12 @@ unsafe fn close_all_but(keep: &[libc::c_int]) {
 unsafe fn supervise(init: libc::pid_t, status_in: libc::c_int) -> ! {
     // SAFETY (whole function): raw syscalls with scalars and live stack buffers.
     unsafe {
+        // I writes C's status and exits right away: wait for its exit first, so P wakes once
+        // (not on the write and again on the exit) and still reaps I (a zombie left to the
+        // host's init would pile up where that init does not reap). Once I is gone nothing
+        // holds the pipe's write end, so the read below cannot block.
+        let mut init_status = 0;
+        while libc::waitpid(init, &mut init_status, 0) < 0 && errno() == libc::EINTR {}
         let mut buf = [0u8; 4];
         let mut got = 0usize;
         while got < 4 {
@@ -1998,16 +2004,11 @@ unsafe fn supervise(init: libc::pid_t, status_in: libc::c_int) -> ! {
                 break;
             }
         }
-        if got == 4 {
-            // I is leaving too (it wrote C's status just before `_exit`), and the kernel ends
-            // the namespace with it; P does not wait to watch that: the runner learns of the
-            // command's end as soon as C is reaped, and kills P's process group (which holds
-            // I) once P is gone.
-            exit_like(i32::from_ne_bytes(buf))
-        }
-        let mut init_status = 0;
-        while libc::waitpid(init, &mut init_status, 0) < 0 && errno() == libc::EINTR {}
-        exit_like(init_status)
+        exit_like(if got == 4 {
+            i32::from_ne_bytes(buf)
+        } else {
+            init_status
+        })
     }
 }
 
