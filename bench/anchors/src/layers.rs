@@ -38,7 +38,7 @@ fn steps() -> Vec<(&'static str, NamespaceSupport)> {
 }
 
 /// Measure; returns the JSON rows.
-pub fn run(rounds: usize) -> serde_json::Value {
+pub fn run(rounds: usize, only: Option<&str>) -> serde_json::Value {
     let dir = tempfile::tempdir().expect("tempdir");
     let workspace = dir.path().join("ws");
     std::fs::create_dir_all(&workspace).expect("workspace");
@@ -80,6 +80,18 @@ pub fn run(rounds: usize) -> serde_json::Value {
                 .expect("run")
                 .exit_code
         }));
+    }
+    // `--only NAME`: just that contestant, `rounds` times, no timing (to profile it from
+    // outside: `perf stat`, `strace -c`).
+    if let Some(only) = only {
+        let c = contestants
+            .iter_mut()
+            .find(|c| c.name == only)
+            .expect("--only: no such row");
+        for _ in 0..rounds {
+            (c.run)();
+        }
+        return serde_json::json!({ "only": only, "runs": rounds });
     }
     let series = interleave(&mut contestants, rounds, Duration::ZERO);
     let base = &series[0];

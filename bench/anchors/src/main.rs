@@ -3,7 +3,7 @@
 //! ```text
 //! turngate-bench-anchors check [--rounds N]                 # check vs Cedar vs globset
 //! turngate-bench-anchors spawn [--rounds N] [--srt-rounds N] [--bwrap P] [--srt P] [--turngate P]
-//! turngate-bench-anchors layers [--rounds N]                # the spawn, namespace by namespace
+//! turngate-bench-anchors layers [--rounds N] [--only ROW]   # the spawn, namespace by namespace
 //! turngate-bench-anchors emit                               # the policy and cases, for Python
 //! ```
 //!
@@ -53,7 +53,7 @@ fn main() {
             spawn::run(rounds(150), srt_rounds, &tools)
         }
         #[cfg(target_os = "linux")]
-        Some("layers") => layers::run(rounds(200)),
+        Some("layers") => layers::run(rounds(200), flag(&args, "--only").as_deref()),
         Some("emit") => policy::emit_json(),
         _ => {
             eprintln!("usage: turngate-bench-anchors check|spawn|layers|emit [--rounds N] ...");

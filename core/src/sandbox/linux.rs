@@ -346,7 +346,7 @@ impl SandboxBackend for LinuxNonoBackend {
             caps = caps.set_ipc_mode(IpcMode::Full);
         }
 
-        let before = (spec.review.is_some() || slot.is_some()).then(open_fds);
+        let before = spec.review.is_some().then(open_fds);
         let prepared: PreparedLandlockSandbox =
             Sandbox::prepare_seccomp_with_abi(&caps, &abi, SeccompOpts::network_baseline())
                 .map_err(|e| SandboxError::Prepare(e.to_string()))?;
@@ -358,7 +358,11 @@ impl SandboxBackend for LinuxNonoBackend {
 
         let tmp_slot = match &slot {
             Some(slot) => {
-                let fds = rule_fds_for(&slot.0, &new_fds);
+                // Every descriptor of this process on the placeholder, not only those opened
+                // since `before`: another thread's closed descriptor number may have been
+                // reused for ours meanwhile. Nothing but nono knows the placeholder's name.
+                let all: Vec<i32> = open_fds().into_iter().collect();
+                let fds = rule_fds_for(&slot.0, &all);
                 if fds.is_empty() {
                     return Err(SandboxError::Prepare(
                         "no Landlock rule was prepared for the private tmp dir".into(),

@@ -1020,6 +1020,12 @@ impl NamespacePlan {
         ))
     }
 
+    /// Whether the command runs in a PID namespace of its own (then I, its init, can report
+    /// the command's end straight to the runner, see [`NamespacePlan::enter`]).
+    pub(crate) fn pid_namespace(&self) -> bool {
+        self.pid
+    }
+
     /// The egress proxy's port when P creates its listener (the network namespace is
     /// entered and the network goes through the proxy).
     pub(crate) fn egress_port(&self) -> Option<u16> {
@@ -1790,7 +1796,9 @@ impl NamespacePlan {
     /// P and I never return (they `_exit`). `report` gets the failure of P's or I's own steps
     /// before the error is returned to the runner. `bridge` is P's end of the egress
     /// socketpair (-1 without the proxy): the listener goes to turngate through it, and both
-    /// are closed before anything else runs in the namespace.
+    /// are closed before anything else runs in the namespace. `report` is the write end of the
+    /// runner's status pipe (-1: none): I writes the command's wait status there as it
+    /// reaps it, so the runner need not wait for P and I to leave (ADR 0016).
     ///
     /// # Safety
     /// Call only between fork and exec. Raw syscalls only.
@@ -1799,6 +1807,7 @@ impl NamespacePlan {
         parent_pid: libc::pid_t,
         bridge: libc::c_int,
         tmp: Option<&std::ffi::CStr>,
+        report: libc::c_int,
     ) -> Result<(), RawFailure> {
         // SAFETY (whole function): raw syscalls with scalars, live stack buffers, and
         // NUL-terminated strings prepared by the parent.
@@ -1875,7 +1884,7 @@ impl NamespacePlan {
                 0 => {
                     libc::close(alive[1]);
                     libc::close(status_pipe[0]);
-                    self.init(alive[0], status_pipe[1])
+                    self.init(alive[0], status_pipe[1], report)
                 }
                 init => {
                     // P: keep only the ends it needs; everything else (stdio, the runner's
@@ -1890,7 +1899,12 @@ impl NamespacePlan {
     }
 
     /// I: PID 1 of the namespace. Returns only in C.
-    unsafe fn init(&self, alive: libc::c_int, status_out: libc::c_int) -> Result<(), RawFailure> {
+    unsafe fn init(
+        &self,
+        alive: libc::c_int,
+        status_out: libc::c_int,
+        report: libc::c_int,
+    ) -> Result<(), RawFailure> {
         // SAFETY (whole function): as in `enter`.
         unsafe {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
@@ -1929,12 +1943,15 @@ impl NamespacePlan {
                 pid if pid < 0 => Err((STEP_FORK_COMMAND, errno())),
                 0 => {
                     libc::close(status_out);
+                    if report >= 0 {
+                        libc::close(report);
+                    }
                     libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
                     Ok(())
                 }
                 command => {
-                    close_all_but(&[status_out]);
-                    reap(command, &set, status_out)
+                    close_all_but(&[status_out, report]);
+                    reap(command, &set, status_out, report)
                 }
             }
         }
@@ -1964,9 +1981,14 @@ unsafe fn reset_signal_handlers() {
 /// Raw syscalls only.
 unsafe fn close_all_but(keep: &[libc::c_int]) {
     let mut sorted = [0 as libc::c_uint; 4];
-    let n = keep.len().min(sorted.len());
-    for (i, fd) in keep.iter().take(n).enumerate() {
-        sorted[i] = *fd as libc::c_uint;
+    let mut n = 0;
+    // Negative entries (no such descriptor) keep nothing.
+    for fd in keep.iter().filter(|fd| **fd >= 0) {
+        if n == sorted.len() {
+            break;
+        }
+        sorted[n] = *fd as libc::c_uint;
+        n += 1;
     }
     sorted[..n].sort_unstable();
     let mut first: libc::c_uint = 0;
@@ -2039,7 +2061,12 @@ unsafe fn exit_like(status: libc::c_int) -> ! {
 }
 
 /// I: reap every child, forward signals to the command, exit when it ends.
-unsafe fn reap(command: libc::pid_t, set: &libc::sigset_t, status_out: libc::c_int) -> ! {
+unsafe fn reap(
+    command: libc::pid_t,
+    set: &libc::sigset_t,
+    status_out: libc::c_int,
+    report: libc::c_int,
+) -> ! {
     // SAFETY (whole function): raw syscalls with scalars and live stack buffers.
     unsafe {
         loop {
@@ -2061,6 +2088,9 @@ unsafe fn reap(command: libc::pid_t, set: &libc::sigset_t, status_out: libc::c_i
                 if pid == command {
                     let bytes = status.to_ne_bytes();
                     libc::write(status_out, bytes.as_ptr().cast(), bytes.len());
+                    if report >= 0 {
+                        libc::write(report, bytes.as_ptr().cast(), bytes.len());
+                    }
                     // Leaving ends the namespace: the kernel kills whatever is left in it.
                     libc::_exit(0);
                 }

@@ -335,13 +335,14 @@ unsafe fn confine(
     parent: libc::pid_t,
     bridge: libc::c_int,
     tmp: Option<(&std::ffi::CStr, libc::c_int)>,
+    report: libc::c_int,
 ) -> Result<(), (u32, i32)> {
     use super::namespace as ns;
     // SAFETY (whole function): raw syscalls on scalars and NUL-terminated strings prepared by
     // the parent.
     unsafe {
         if let Some(plan) = &launch.namespaces {
-            plan.enter(parent, bridge, tmp.map(|(path, _)| path))?;
+            plan.enter(parent, bridge, tmp.map(|(path, _)| path), report)?;
             if libc::chdir(cwd.as_ptr()) != 0 {
                 return Err((ns::STEP_CHDIR, *libc::__errno_location()));
             }
@@ -493,6 +494,24 @@ fn receive_listener(bridge: &OwnedFd) -> std::io::Result<std::net::TcpListener> 
     Ok(std::net::TcpListener::from(owned))
 }
 
+/// The read end of the status pipe as a non-blocking tokio pipe.
+#[cfg(target_os = "linux")]
+fn status_receiver(read_end: OwnedFd) -> std::io::Result<tokio::net::unix::pipe::Receiver> {
+    // SAFETY: fcntl on a descriptor this function owns.
+    let rc = unsafe {
+        let flags = libc::fcntl(read_end.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(
+            read_end.as_raw_fd(),
+            libc::F_SETFL,
+            flags | libc::O_NONBLOCK,
+        )
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    tokio::net::unix::pipe::Receiver::from_owned_fd_unchecked(read_end)
+}
+
 fn read_child_failure(read_end: &OwnedFd) -> Option<(u32, i32)> {
     let mut msg = [0u8; 8];
     // SAFETY: `msg` is a live 8-byte buffer; the write end is closed, so this cannot block.
@@ -635,6 +654,9 @@ impl ProcessRunner {
         let mut failure_pipe = None;
         #[cfg(target_os = "linux")]
         let mut bridge: Option<(OwnedFd, OwnedFd)> = None;
+        // The command's end as its namespace's init reports it (a PID namespace only).
+        #[cfg(target_os = "linux")]
+        let mut status_pipe: Option<(OwnedFd, OwnedFd)> = None;
         match prepared.as_ref().map(|p| &p.launch) {
             #[cfg(target_os = "linux")]
             Some(Launch::PreExec(sandbox)) => {
@@ -650,6 +672,18 @@ impl ProcessRunner {
                     }
                 }
                 let bridge_fd = bridge.as_ref().map_or(-1, |(_, child)| child.as_raw_fd());
+                if sandbox
+                    .namespaces
+                    .as_ref()
+                    .is_some_and(super::namespace::NamespacePlan::pid_namespace)
+                {
+                    status_pipe = Some(cloexec_pipe()?);
+                    // P outlives the command by a moment (it reaps I); once the status is in,
+                    // it is left to finish on its own and tokio reaps it. Cancellation and
+                    // timeouts still kill its whole group (`GroupGuard`, `kill_tree`).
+                    cmd.kill_on_drop(false);
+                }
+                let report_fd = status_pipe.as_ref().map_or(-1, |(_, w)| w.as_raw_fd());
                 // This run's own tmp dir, for a sandbox prepared with a placeholder for it.
                 let run_tmp = match (&sandbox.tmp_slot, &tmp_guard) {
                     (None, _) => None,
@@ -680,7 +714,8 @@ impl ProcessRunner {
                         let tmp = run_tmp
                             .as_ref()
                             .map(|t| (t.path.as_c_str(), t.fd.as_raw_fd()));
-                        if let Err((step, errno)) = confine(&sandbox, &cwd, parent, bridge_fd, tmp)
+                        if let Err((step, errno)) =
+                            confine(&sandbox, &cwd, parent, bridge_fd, tmp, report_fd)
                         {
                             report_child_failure(fd, step, errno);
                             return Err(std::io::Error::from_raw_os_error(errno));
@@ -745,6 +780,14 @@ impl ProcessRunner {
         let pid = child.id().unwrap_or(0);
         let pgid = i32::try_from(pid).unwrap_or(0);
         let mut group = GroupGuard { pgid, armed: true };
+        #[cfg(target_os = "linux")]
+        let mut status_rx = match status_pipe {
+            Some((read_end, write_end)) => {
+                drop(write_end);
+                Some(status_receiver(read_end)?)
+            }
+            None => None,
+        };
 
         // The egress proxy: the listener P made inside the command's network namespace.
         let tasks = Arc::new(std::sync::Mutex::new(tokio::task::JoinSet::new()));
@@ -793,6 +836,19 @@ impl ProcessRunner {
             };
             tokio::pin!(readers);
             let waiter = async {
+                #[cfg(target_os = "linux")]
+                if let Some(rx) = status_rx.as_mut() {
+                    let mut buf = [0u8; 4];
+                    if tokio::io::AsyncReadExt::read_exact(rx, &mut buf)
+                        .await
+                        .is_ok()
+                    {
+                        // The namespace's init reaped the command and reported it: the kernel
+                        // ends the namespace, and everything left in it, as I leaves; P reaps
+                        // I and exits on its own. (EOF instead: P or I ended first; wait.)
+                        return Ok(std::process::ExitStatus::from_raw(i32::from_ne_bytes(buf)));
+                    }
+                }
                 let s = child.wait().await;
                 // The command is over: nothing it left behind in its group keeps running.
                 tree::kill_group(pgid);
