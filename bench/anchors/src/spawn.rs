@@ -291,6 +291,7 @@ pub fn run(rounds: usize, srt_rounds: usize, tools: &Tools) -> serde_json::Value
             "status": format!("{:?}", report.status),
             "detail": report.detail,
             "degradations": report.degradations.iter().map(|d| format!("{d:?}")).collect::<Vec<_>>(),
+            "namespaces": report.namespaces,
         },
         "bwrap_args": bwrap_args,
         "figures": figures,

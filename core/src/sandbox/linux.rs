@@ -429,6 +429,16 @@ impl SandboxBackend for LinuxNonoBackend {
                  namespace with loopback only",
                 Self::detail(&abi)
             ),
+            None if namespaces
+                .as_ref()
+                .is_some_and(NamespacePlan::shares_network) =>
+            {
+                format!(
+                    "{}; the network namespace (loopback only) is shared with this process's other \
+                 sandboxes that can open no socket",
+                    Self::detail(&abi)
+                )
+            }
             None => Self::detail(&abi),
         };
         let mut report =

@@ -1020,6 +1020,11 @@ impl NamespacePlan {
         ))
     }
 
+    /// Whether the command joins the process's shared network namespace ([`SharedNamespaces`]).
+    pub(crate) fn shares_network(&self) -> bool {
+        self.join.is_some_and(|(_, net)| net >= 0)
+    }
+
     /// Whether the command runs in a PID namespace of its own (then I, its init, can report
     /// the command's end straight to the runner, see [`NamespacePlan::enter`]).
     pub(crate) fn pid_namespace(&self) -> bool {
