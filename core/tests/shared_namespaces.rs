@@ -241,7 +241,8 @@ fn start(
     let request = request(spec, cwd, &ops);
     let handle = std::thread::spawn(move || runner.run_blocking(request).unwrap());
     let started = Instant::now();
-    while !marker.exists() {
+    // Written with content (not only created) once the command is up.
+    while std::fs::metadata(marker).map_or(true, |m| m.len() == 0) {
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "the first command never came up"
