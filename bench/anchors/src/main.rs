@@ -3,6 +3,7 @@
 //! ```text
 //! turngate-bench-anchors check [--rounds N]                 # check vs Cedar vs globset
 //! turngate-bench-anchors spawn [--rounds N] [--srt-rounds N] [--bwrap P] [--srt P] [--turngate P]
+//! turngate-bench-anchors layers [--rounds N] [--only ROW]   # the spawn, namespace by namespace
 //! turngate-bench-anchors emit                               # the policy and cases, for Python
 //! ```
 //!
@@ -13,6 +14,8 @@
 #![allow(clippy::expect_used)] // a bench: a failure should stop the run and say where
 
 mod check;
+#[cfg(target_os = "linux")]
+mod layers;
 mod policy;
 mod spawn;
 mod timing;
@@ -49,9 +52,11 @@ fn main() {
                 flag(&args, "--srt-rounds").map_or(20, |r| r.parse().expect("--srt-rounds N"));
             spawn::run(rounds(150), srt_rounds, &tools)
         }
+        #[cfg(target_os = "linux")]
+        Some("layers") => layers::run(rounds(200), flag(&args, "--only").as_deref()),
         Some("emit") => policy::emit_json(),
         _ => {
-            eprintln!("usage: turngate-bench-anchors check|spawn|emit [--rounds N] ...");
+            eprintln!("usage: turngate-bench-anchors check|spawn|layers|emit [--rounds N] ...");
             std::process::exit(2);
         }
     };

@@ -29,7 +29,7 @@ pub struct Tools {
     pub turngate: Result<PathBuf, String>,
 }
 
-fn snapshot(workspace: &Path) -> TurnExecutionSecuritySnapshot {
+pub(crate) fn snapshot(workspace: &Path) -> TurnExecutionSecuritySnapshot {
     let context = ResolveContext::new(workspace, turngate::probe::probe_platform());
     let selection = TurnPermissionProfileSelection {
         mode: Some(PermissionMode::AutoAcceptEdits),
@@ -291,6 +291,7 @@ pub fn run(rounds: usize, srt_rounds: usize, tools: &Tools) -> serde_json::Value
             "status": format!("{:?}", report.status),
             "detail": report.detail,
             "degradations": report.degradations.iter().map(|d| format!("{d:?}")).collect::<Vec<_>>(),
+            "namespaces": report.namespaces,
         },
         "bwrap_args": bwrap_args,
         "figures": figures,

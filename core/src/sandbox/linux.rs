@@ -17,7 +17,7 @@ use super::egress::PROXY_PORT;
 use super::landlock_plan::{NONO_MAX_ENFORCED_ABI, NetPlan, plan_with_proxy};
 use super::namespace::{self, NamespacePlan, NamespaceSupport, ViewSpec};
 use super::report::{BackendProbe, Degradation, DegradationArea, SandboxReport};
-use super::spec::SandboxSpec;
+use super::spec::{SandboxSpec, TmpSpec};
 use super::{Launch, PreparedSandbox, SandboxBackend, SandboxError, unix_filter};
 
 /// The nono (Landlock + seccomp) backend, with the namespace layer under it. Cheap to create;
@@ -36,6 +36,9 @@ pub(crate) struct LinuxLaunch {
     pub(crate) namespaces: Option<NamespacePlan>,
     /// Whether to refuse `socket(AF_UNIX)`.
     pub(crate) unix_filter: bool,
+    /// The Landlock rule descriptors standing for the per-run tmp dir ([`TmpSlot`]); `None`
+    /// when the spec names its tmp dir (or has none of its own).
+    pub(crate) tmp_slot: Option<Vec<i32>>,
 }
 
 fn detected() -> &'static Result<DetectedAbi, String> {
@@ -76,8 +79,15 @@ impl LinuxNonoBackend {
     }
 }
 
-/// What the mount view binds writable and masks, from the spec's grants.
-fn view_spec(spec: &SandboxSpec, net: &NetPlan, proxy: Option<u16>) -> ViewSpec {
+/// What the mount view binds writable and masks, from the spec's grants. `slot` is the
+/// placeholder standing for the per-run tmp dir ([`TmpSlot`]): bound at spawn, not here.
+fn view_spec(
+    spec: &SandboxSpec,
+    net: &NetPlan,
+    proxy: Option<u16>,
+    slot: Option<&std::path::Path>,
+    shared_network: bool,
+) -> ViewSpec {
     let writable = spec
         .effective_grants()
         .into_iter()
@@ -85,6 +95,7 @@ fn view_spec(spec: &SandboxSpec, net: &NetPlan, proxy: Option<u16>) -> ViewSpec 
         .map(|g| g.path)
         // Device files are bound into the new /dev on their own.
         .filter(|p| !p.starts_with("/dev"))
+        .filter(|p| Some(p.as_path()) != slot)
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .collect();
     ViewSpec {
@@ -93,8 +104,47 @@ fn view_spec(spec: &SandboxSpec, net: &NetPlan, proxy: Option<u16>) -> ViewSpec 
         empty_socket_dirs: !spec.network.allow_unix_sockets,
         network: matches!(net, NetPlan::BlockAll) || proxy.is_some(),
         egress_port: proxy,
+        shared_network,
+        tmp_slot: slot.is_some(),
         overlays: spec.review.clone().unwrap_or_default(),
         overlay_rule_fds: Vec::new(),
+    }
+}
+
+/// The placeholder for a per-run private tmp dir (`TmpSpec::Isolated(None)`), so that the
+/// preparation can be cached across runs (opening every granted path and building the
+/// seccomp filter is most of the parent's work). The sandbox is prepared with this fresh,
+/// empty directory as the tmp grant, and the directory is removed right after: the Landlock
+/// rule descriptors nono opened for it point at a deleted directory, in which nothing can be
+/// created. Each run's child points those descriptors at that run's own tmp dir (`dup3`)
+/// before the ruleset is built from them, and the mount view binds that dir writable; a
+/// descriptor left unrepointed grants nothing.
+struct TmpSlot(std::path::PathBuf);
+
+impl TmpSlot {
+    fn create() -> Result<TmpSlot, SandboxError> {
+        let template = std::env::temp_dir().join("turngate-slot-XXXXXX");
+        let mut bytes = template.into_os_string().into_encoded_bytes();
+        bytes.push(0);
+        // SAFETY: `bytes` is a NUL-terminated, writable template that outlives the call.
+        let ptr = unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) };
+        if ptr.is_null() {
+            return Err(SandboxError::Prepare(format!(
+                "could not create the private tmp dir's placeholder in {}: {}",
+                std::env::temp_dir().display(),
+                std::io::Error::last_os_error()
+            )));
+        }
+        bytes.pop();
+        // SAFETY: the bytes came from an OsString and mkdtemp only replaced ASCII `X`s.
+        let path = unsafe { std::ffi::OsString::from_encoded_bytes_unchecked(bytes) };
+        Ok(TmpSlot(std::path::PathBuf::from(path)))
+    }
+}
+
+impl Drop for TmpSlot {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
     }
 }
 
@@ -175,6 +225,10 @@ impl SandboxBackend for LinuxNonoBackend {
         SandboxBackendKind::Nono
     }
 
+    fn prepares_per_run_tmp(&self) -> bool {
+        true
+    }
+
     fn probe(&self) -> BackendProbe {
         match detected() {
             Ok(abi) => {
@@ -237,6 +291,22 @@ impl SandboxBackend for LinuxNonoBackend {
             && support.user
             && support.network)
             .then_some(PROXY_PORT);
+        // A per-run tmp dir: prepared once with a placeholder, see `TmpSlot`.
+        // (`unrestricted` grants `/` read-write and needs no tmp rule.)
+        let slot = match spec.tmp {
+            TmpSpec::Isolated(None) if spec.mode != SandboxMode::Unrestricted => {
+                Some(TmpSlot::create()?)
+            }
+            _ => None,
+        };
+        let slotted;
+        let spec = match &slot {
+            Some(slot) => {
+                slotted = spec.clone().with_tmp_dir(&slot.0);
+                &slotted
+            }
+            None => spec,
+        };
         let planned = plan_with_proxy(spec, abi.abi as u32, proxy);
         let mut narrowings = planned.narrowings;
         let mut degradations: Vec<Degradation> = planned.degradations;
@@ -286,12 +356,43 @@ impl SandboxBackend for LinuxNonoBackend {
             None => Vec::new(),
         };
 
+        let tmp_slot = match &slot {
+            Some(slot) => {
+                // Every descriptor of this process on the placeholder, not only those opened
+                // since `before`: another thread's closed descriptor number may have been
+                // reused for ours meanwhile. Nothing but nono knows the placeholder's name.
+                let all: Vec<i32> = open_fds().into_iter().collect();
+                let fds = rule_fds_for(&slot.0, &all);
+                if fds.is_empty() {
+                    return Err(SandboxError::Prepare(
+                        "no Landlock rule was prepared for the private tmp dir".into(),
+                    ));
+                }
+                Some(fds)
+            }
+            None => None,
+        };
+
         let unix_filter = !spec.network.allow_unix_sockets && unix_filter::SUPPORTED;
+        // The process's shared network namespace only where the command can open no socket
+        // that reaches anything in it: the network blocked (seccomp refuses every family but
+        // Unix) and `socket(AF_UNIX)` refused too, so all it can make is a socketpair, whose
+        // ends are connected to each other only (ADR 0017).
+        let shared_network = matches!(planned.net, NetPlan::BlockAll)
+            && proxy.is_none()
+            && unix_filter
+            && !planned.allow_abstract_unix;
         let (namespaces, masks, entered) = if spec.mode == SandboxMode::Unrestricted {
             check_review(spec, &ViewSpec::default())?;
             (None, Vec::new(), Vec::new())
         } else {
-            let mut view = view_spec(spec, &planned.net, proxy);
+            let mut view = view_spec(
+                spec,
+                &planned.net,
+                proxy,
+                slot.as_ref().map(|s| s.0.as_path()),
+                shared_network,
+            );
             check_review(spec, &view)?;
             view.overlay_rule_fds = view
                 .overlays
@@ -328,6 +429,16 @@ impl SandboxBackend for LinuxNonoBackend {
                  namespace with loopback only",
                 Self::detail(&abi)
             ),
+            None if namespaces
+                .as_ref()
+                .is_some_and(NamespacePlan::shares_network) =>
+            {
+                format!(
+                    "{}; the network namespace (loopback only) is shared with this process's other \
+                 sandboxes that can open no socket",
+                    Self::detail(&abi)
+                )
+            }
             None => Self::detail(&abi),
         };
         let mut report =
@@ -340,6 +451,7 @@ impl SandboxBackend for LinuxNonoBackend {
                 landlock: prepared,
                 namespaces,
                 unix_filter,
+                tmp_slot,
             })),
         })
     }

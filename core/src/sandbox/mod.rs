@@ -97,6 +97,12 @@ pub trait SandboxBackend: Send + Sync + std::fmt::Debug {
     fn probe(&self) -> BackendProbe;
     /// Prepare `spec` for one spawn. Everything that allocates or opens paths happens here.
     fn prepare(&self, spec: &SandboxSpec) -> Result<PreparedSandbox, SandboxError>;
+    /// Whether [`SandboxBackend::prepare`] accepts `TmpSpec::Isolated(None)` and the
+    /// prepared sandbox takes each run's own tmp dir at spawn, so the runner can reuse it
+    /// across runs. Otherwise the runner prepares a spec naming each run's tmp dir.
+    fn prepares_per_run_tmp(&self) -> bool {
+        false
+    }
 }
 
 /// How the prepared confinement reaches the child.

@@ -64,6 +64,8 @@ pub(crate) const STEP_CAPS: u32 = 29;
 pub(crate) const STEP_UNIX_FILTER: u32 = 30;
 pub(crate) const STEP_EGRESS_LISTENER: u32 = 31;
 pub(crate) const STEP_OVERLAY_RULE: u32 = 32;
+pub(crate) const STEP_SETNS: u32 = 33;
+pub(crate) const STEP_TMP: u32 = 34;
 pub(crate) const STEP_MOUNT_BASE: u32 = 100;
 
 /// Which namespaces an unprivileged process may create on this machine.
@@ -412,6 +414,173 @@ fn errno() -> i32 {
     unsafe { *libc::__errno_location() }
 }
 
+/// One user namespace, and one network namespace with only `lo` (up) in it, made once per
+/// process and joined with `setns` by every sandbox that can share them (ADR 0017): creating
+/// and tearing down a network namespace is the largest single cost of a sandboxed spawn.
+///
+/// They are held by two descriptors (close-on-exec) for the life of the process; the process
+/// that made them is gone. Every sandbox still gets its own mount, PID, UTS and IPC namespaces.
+/// A command joins the shared network namespace only when it can open no socket at all
+/// (seccomp refuses every family, `AF_UNIX` included; a socketpair's ends are connected to each
+/// other only), so sharing its loopback reaches nothing; a command that may open sockets (Unix
+/// sockets allowed, the egress proxy, TCP ports) gets a network namespace of its own.
+pub(crate) struct SharedNamespaces {
+    user: std::os::fd::OwnedFd,
+    net: std::os::fd::OwnedFd,
+    uid: libc::uid_t,
+    gid: libc::gid_t,
+}
+
+impl std::fmt::Debug for SharedNamespaces {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedNamespaces")
+            .field("uid", &self.uid)
+            .field("gid", &self.gid)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The process's shared namespaces, made on first use; `None` when they cannot be made or
+/// joined here (then every sandbox unshares its own, as before).
+pub(crate) fn shared() -> Option<&'static SharedNamespaces> {
+    static SHARED: OnceLock<Option<SharedNamespaces>> = OnceLock::new();
+    SHARED.get_or_init(|| make_shared().ok()).as_ref()
+}
+
+/// A throwaway child makes the namespaces and waits while the parent opens them through
+/// `/proc/<pid>/ns`; a second child checks that they can be joined and that a sandbox's own
+/// namespaces can be made inside them.
+fn make_shared() -> Result<SharedNamespaces, i32> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    let maps = IdMaps::current();
+    let io = |e: std::io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    let (ready_r, ready_w) = super::runner::cloexec_pipe().map_err(io)?;
+    let (release_r, release_w) = super::runner::cloexec_pipe().map_err(io)?;
+    let (rr, rw) = (ready_r.as_raw_fd(), ready_w.as_raw_fd());
+    let (lr, lw) = (release_r.as_raw_fd(), release_w.as_raw_fd());
+    // SAFETY: the child makes raw syscalls only (on the maps prepared above and stack buffers)
+    // and always ends in `_exit`.
+    let pid = unsafe { raw_fork() };
+    if pid < 0 {
+        return Err(errno());
+    }
+    if pid == 0 {
+        // SAFETY: as above.
+        unsafe {
+            libc::close(rr);
+            libc::close(lw);
+            let (step, e) = shared_in_child(&maps);
+            let mut msg = [0u8; 8];
+            msg[..4].copy_from_slice(&step.to_ne_bytes());
+            msg[4..].copy_from_slice(&e.to_ne_bytes());
+            libc::write(rw, msg.as_ptr().cast(), msg.len());
+            if step == 0 {
+                // Stay alive (so the namespaces can be opened) until the parent lets go.
+                let mut byte = [0u8; 1];
+                while libc::read(lr, byte.as_mut_ptr().cast(), 1) < 0 && errno() == libc::EINTR {}
+            }
+            libc::_exit(0);
+        }
+    }
+    drop(ready_w);
+    drop(release_r);
+    let mut msg = [0u8; 8];
+    // SAFETY: a live 8-byte buffer; the child writes once or exits.
+    let n = unsafe { libc::read(rr, msg.as_mut_ptr().cast(), msg.len()) };
+    let step = u32::from_ne_bytes([msg[0], msg[1], msg[2], msg[3]]);
+    let err = i32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]]);
+    let open = |what: &str| -> Result<OwnedFd, i32> {
+        let path = CString::new(format!("/proc/{pid}/ns/{what}")).map_err(|_| libc::EINVAL)?;
+        // SAFETY: a NUL-terminated path; the descriptor is owned below.
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(errno());
+        }
+        // SAFETY: `open` returned a fresh descriptor nothing else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    };
+    let opened = if n != 8 {
+        Err(libc::EIO)
+    } else if step != 0 {
+        Err(err)
+    } else {
+        open("user").and_then(|user| Ok((user, open("net")?)))
+    };
+    drop(release_w);
+    let mut status = 0;
+    // SAFETY: waits for the child made above.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 && errno() == libc::EINTR {}
+    let (user, net) = opened?;
+    // SAFETY: geteuid/getegid cannot fail.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let shared = SharedNamespaces {
+        user,
+        net,
+        uid,
+        gid,
+    };
+    check_joinable(&shared)?;
+    Ok(shared)
+}
+
+/// The first child's side of [`make_shared`]: `(0, 0)` or the failed step and its errno.
+fn shared_in_child(maps: &IdMaps) -> (u32, i32) {
+    // SAFETY: scalar raw syscalls and the prepared maps.
+    unsafe {
+        if libc::syscall(libc::SYS_unshare, libc::CLONE_NEWUSER) != 0 {
+            return (STEP_UNSHARE, errno());
+        }
+        if let Err(e) = maps.write_raw() {
+            return e;
+        }
+        if libc::syscall(libc::SYS_unshare, libc::CLONE_NEWNET) != 0 {
+            return (STEP_UNSHARE, errno());
+        }
+        if let Err(e) = loopback_up() {
+            return (STEP_LOOPBACK, e);
+        }
+    }
+    (0, 0)
+}
+
+/// A child joins `shared` and unshares what a sandbox unshares inside it.
+fn check_joinable(shared: &SharedNamespaces) -> Result<(), i32> {
+    use std::os::fd::AsRawFd;
+    let (user, net) = (shared.user.as_raw_fd(), shared.net.as_raw_fd());
+    // SAFETY: the child makes scalar raw syscalls only and ends in `_exit`.
+    let pid = unsafe { raw_fork() };
+    if pid < 0 {
+        return Err(errno());
+    }
+    if pid == 0 {
+        // SAFETY: as above.
+        unsafe {
+            let flags = libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWUTS;
+            let code = if libc::syscall(libc::SYS_setns, user, libc::CLONE_NEWUSER) != 0
+                || libc::syscall(libc::SYS_setns, net, libc::CLONE_NEWNET) != 0
+                || libc::syscall(libc::SYS_unshare, flags | libc::CLONE_NEWIPC) != 0
+            {
+                errno().clamp(1, 255)
+            } else {
+                0
+            };
+            libc::_exit(code);
+        }
+    }
+    // Not a status: a failed wait (`ECHILD` where SIGCHLD is ignored) is no success.
+    let mut status = -1;
+    // SAFETY: waits for the child made above.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 && errno() == libc::EINTR {}
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Ok(())
+    } else if libc::WIFEXITED(status) {
+        Err(libc::WEXITSTATUS(status))
+    } else {
+        Err(libc::ECHILD)
+    }
+}
+
 /// `fork` as a raw `clone(SIGCHLD)`: no `atfork` handlers run, so no lock the host's other
 /// threads held is touched in the child.
 ///
@@ -542,6 +711,8 @@ enum MountOp {
     RootReadOnly,
     /// Bind a writable root over itself and make it writable again (`nosuid`, `nodev`).
     BindWritable { path: CString },
+    /// Bind the run's private tmp dir (its path is given at spawn) over itself, writable.
+    BindTmp,
     /// Bind a path over itself read-only.
     BindReadOnly { path: CString },
     /// A tmpfs (mode and size in `data`).
@@ -596,6 +767,7 @@ impl MountOp {
             MountOp::Clone { path, .. } => format!("clone {}", s(path)),
             MountOp::RootReadOnly => "mount / read-only".into(),
             MountOp::BindWritable { path } => format!("bind {} read-write", s(path)),
+            MountOp::BindTmp => "bind the private tmp dir read-write".into(),
             MountOp::BindReadOnly { path } => format!("bind {} read-only", s(path)),
             MountOp::Tmpfs { path, .. } => format!("tmpfs on {}", s(path)),
             MountOp::CreateFile { path, .. } => format!("create {}", s(path)),
@@ -658,6 +830,12 @@ pub struct ViewSpec {
     pub egress_port: Option<u16>,
     /// Reviewable writes: an overlay over each of these writable roots (empty: none).
     pub overlays: Vec<ReviewLayer>,
+    /// Whether the command may share the process's network namespace ([`SharedNamespaces`]):
+    /// the backend sets it only when the command can open no socket that reaches anything
+    /// there (the network blocked, Unix sockets refused, abstract sockets scoped).
+    pub shared_network: bool,
+    /// Whether a per-run private tmp dir is bound writable (its path is given at spawn).
+    pub tmp_slot: bool,
     /// For each overlay, the descriptors of the Landlock path rules prepared for its root.
     /// Landlock ignores a rule on a directory hidden by a mount, so once the overlay covers
     /// the root, the child points these descriptors at the overlay's root instead (`dup3`),
@@ -669,10 +847,13 @@ pub struct ViewSpec {
 #[derive(Debug, Clone)]
 pub struct NamespacePlan {
     flags: libc::c_int,
+    /// The shared user namespace to join, and the shared network namespace (-1: not joined).
+    join: Option<(libc::c_int, libc::c_int)>,
     maps: IdMaps,
     ops: Vec<MountOp>,
     mount: bool,
     pid: bool,
+    /// Whether P made its own network namespace (and brings its `lo` up).
     network: bool,
     egress_port: Option<u16>,
     /// Each reviewed root and the Landlock rule descriptors to repoint at its overlay.
@@ -763,7 +944,16 @@ impl NamespacePlan {
             return Ok((None, missing));
         }
 
-        let mut flags = libc::CLONE_NEWUSER;
+        // The process's shared user namespace (and network namespace, when the command can
+        // share it), if it was made for this uid and gid.
+        // SAFETY: geteuid/getegid cannot fail.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let shared = shared().filter(|s| s.uid == uid && s.gid == gid);
+        let mut flags = if shared.is_some() {
+            0
+        } else {
+            libc::CLONE_NEWUSER
+        };
         let mut entered = vec!["user"];
         let mut ops = Vec::new();
         let mut masks = Vec::new();
@@ -777,10 +967,22 @@ impl NamespacePlan {
             entered.push("pid");
         }
         let network = view.network && support.network;
+        // Never for the egress proxy: its listener must be the command's own.
+        let join_net =
+            network && view.shared_network && view.egress_port.is_none() && shared.is_some();
         if network {
-            flags |= libc::CLONE_NEWNET;
+            if !join_net {
+                flags |= libc::CLONE_NEWNET;
+            }
             entered.push("network");
         }
+        let join = shared.map(|s| {
+            use std::os::fd::AsRawFd;
+            (
+                s.user.as_raw_fd(),
+                if join_net { s.net.as_raw_fd() } else { -1 },
+            )
+        });
         if support.uts {
             flags |= libc::CLONE_NEWUTS;
             entered.push("uts");
@@ -803,18 +1005,30 @@ impl NamespacePlan {
         Ok((
             Some(NamespacePlan {
                 flags,
+                join,
                 maps: IdMaps::current(),
                 ops,
                 mount: support.mount,
                 pid: support.pid,
-                network,
-                egress_port: view.egress_port.filter(|_| network),
+                network: network && !join_net,
+                egress_port: view.egress_port.filter(|_| network && !join_net),
                 overlay_rules,
                 masks,
                 entered,
             }),
             missing,
         ))
+    }
+
+    /// Whether the command joins the process's shared network namespace ([`SharedNamespaces`]).
+    pub(crate) fn shares_network(&self) -> bool {
+        self.join.is_some_and(|(_, net)| net >= 0)
+    }
+
+    /// Whether the command runs in a PID namespace of its own (then I, its init, can report
+    /// the command's end straight to the runner, see [`NamespacePlan::enter`]).
+    pub(crate) fn pid_namespace(&self) -> bool {
+        self.pid
     }
 
     /// The egress proxy's port when P creates its listener (the network namespace is
@@ -852,6 +1066,8 @@ pub(crate) fn step_name(step: u32) -> &'static str {
         STEP_UNIX_FILTER => "seccomp_filter",
         STEP_EGRESS_LISTENER => "egress_listener",
         STEP_OVERLAY_RULE => "overlay_landlock_rule",
+        STEP_SETNS => "join_shared_namespaces",
+        STEP_TMP => "private_tmp",
         _ => "other",
     }
 }
@@ -966,6 +1182,10 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
         ops.push(MountOp::BindWritable {
             path: cstring(path)?,
         });
+    }
+    // The run's private tmp dir: fresh, so nothing of the plan lies inside it.
+    if view.tmp_slot {
+        ops.push(MountOp::BindTmp);
     }
     // 4. Pin every directory between a writable root and a mask as a mount point of its own:
     //    a mount point cannot be renamed or removed (EBUSY), so `mv .git .git-old` cannot move
@@ -1149,7 +1369,11 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
 /// The slots of cloned host mounts a plan may use.
 const SLOTS: usize = 8;
 
-fn mount_op(op: &MountOp, slots: &mut [libc::c_int; SLOTS]) -> Result<(), i32> {
+fn mount_op(
+    op: &MountOp,
+    slots: &mut [libc::c_int; SLOTS],
+    tmp: Option<&std::ffi::CStr>,
+) -> Result<(), i32> {
     let null = std::ptr::null::<libc::c_char>();
     let ok = |rc: libc::c_long| if rc == 0 { Ok(()) } else { Err(errno()) };
     // SAFETY (whole function): raw syscalls on NUL-terminated strings prepared by the parent,
@@ -1196,6 +1420,14 @@ fn mount_op(op: &MountOp, slots: &mut [libc::c_int; SLOTS]) -> Result<(), i32> {
                     MOUNT_ATTR_RDONLY,
                 )
             }
+            MountOp::BindTmp => match tmp {
+                Some(path) => bind_over_itself(
+                    path,
+                    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                    MOUNT_ATTR_RDONLY,
+                ),
+                None => Err(libc::ENOENT),
+            },
             MountOp::BindReadOnly { path } => bind_over_itself(
                 path,
                 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
@@ -1569,7 +1801,9 @@ impl NamespacePlan {
     /// P and I never return (they `_exit`). `report` gets the failure of P's or I's own steps
     /// before the error is returned to the runner. `bridge` is P's end of the egress
     /// socketpair (-1 without the proxy): the listener goes to turngate through it, and both
-    /// are closed before anything else runs in the namespace.
+    /// are closed before anything else runs in the namespace. `report` is the write end of the
+    /// runner's status pipe (-1: none): I writes the command's wait status there as it
+    /// reaps it, so the runner need not wait for P and I to leave (ADR 0017).
     ///
     /// # Safety
     /// Call only between fork and exec. Raw syscalls only.
@@ -1577,6 +1811,8 @@ impl NamespacePlan {
         &self,
         parent_pid: libc::pid_t,
         bridge: libc::c_int,
+        tmp: Option<&std::ffi::CStr>,
+        report: libc::c_int,
     ) -> Result<(), RawFailure> {
         // SAFETY (whole function): raw syscalls with scalars, live stack buffers, and
         // NUL-terminated strings prepared by the parent.
@@ -1590,14 +1826,24 @@ impl NamespacePlan {
             if libc::getppid() != parent_pid {
                 return Err((STEP_PARENT_GONE, libc::ESRCH));
             }
+            if let Some((user, net)) = self.join {
+                // The shared namespaces: their id maps and `lo` are already in place.
+                if libc::syscall(libc::SYS_setns, user, libc::CLONE_NEWUSER) != 0
+                    || (net >= 0 && libc::syscall(libc::SYS_setns, net, libc::CLONE_NEWNET) != 0)
+                {
+                    return Err((STEP_SETNS, errno()));
+                }
+            }
             if libc::syscall(libc::SYS_unshare, self.flags) != 0 {
                 return Err((STEP_UNSHARE, errno()));
             }
-            self.maps.write_raw()?;
+            if self.join.is_none() {
+                self.maps.write_raw()?;
+            }
             if self.mount {
                 let mut slots = [-1; SLOTS];
                 for (i, op) in self.ops.iter().enumerate() {
-                    if let Err(e) = mount_op(op, &mut slots) {
+                    if let Err(e) = mount_op(op, &mut slots, tmp) {
                         return Err((STEP_MOUNT_BASE + i as u32, e));
                     }
                 }
@@ -1643,7 +1889,7 @@ impl NamespacePlan {
                 0 => {
                     libc::close(alive[1]);
                     libc::close(status_pipe[0]);
-                    self.init(alive[0], status_pipe[1])
+                    self.init(alive[0], status_pipe[1], report)
                 }
                 init => {
                     // P: keep only the ends it needs; everything else (stdio, the runner's
@@ -1658,7 +1904,12 @@ impl NamespacePlan {
     }
 
     /// I: PID 1 of the namespace. Returns only in C.
-    unsafe fn init(&self, alive: libc::c_int, status_out: libc::c_int) -> Result<(), RawFailure> {
+    unsafe fn init(
+        &self,
+        alive: libc::c_int,
+        status_out: libc::c_int,
+        report: libc::c_int,
+    ) -> Result<(), RawFailure> {
         // SAFETY (whole function): as in `enter`.
         unsafe {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
@@ -1697,12 +1948,15 @@ impl NamespacePlan {
                 pid if pid < 0 => Err((STEP_FORK_COMMAND, errno())),
                 0 => {
                     libc::close(status_out);
+                    if report >= 0 {
+                        libc::close(report);
+                    }
                     libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
                     Ok(())
                 }
                 command => {
-                    close_all_but(&[status_out]);
-                    reap(command, &set, status_out)
+                    close_all_but(&[status_out, report]);
+                    reap(command, &set, status_out, report)
                 }
             }
         }
@@ -1732,9 +1986,14 @@ unsafe fn reset_signal_handlers() {
 /// Raw syscalls only.
 unsafe fn close_all_but(keep: &[libc::c_int]) {
     let mut sorted = [0 as libc::c_uint; 4];
-    let n = keep.len().min(sorted.len());
-    for (i, fd) in keep.iter().take(n).enumerate() {
-        sorted[i] = *fd as libc::c_uint;
+    let mut n = 0;
+    // Negative entries (no such descriptor) keep nothing.
+    for fd in keep.iter().filter(|fd| **fd >= 0) {
+        if n == sorted.len() {
+            break;
+        }
+        sorted[n] = *fd as libc::c_uint;
+        n += 1;
     }
     sorted[..n].sort_unstable();
     let mut first: libc::c_uint = 0;
@@ -1750,10 +2009,16 @@ unsafe fn close_all_but(keep: &[libc::c_int]) {
     }
 }
 
-/// P: wait for I; exit as the command did.
+/// P: wait for C's status from I; exit as the command did.
 unsafe fn supervise(init: libc::pid_t, status_in: libc::c_int) -> ! {
     // SAFETY (whole function): raw syscalls with scalars and live stack buffers.
     unsafe {
+        // I writes C's status and exits right away: wait for its exit first, so P wakes once
+        // (not on the write and again on the exit) and still reaps I (a zombie left to the
+        // host's init would pile up where that init does not reap). Once I is gone nothing
+        // holds the pipe's write end, so the read below cannot block.
+        let mut init_status = 0;
+        while libc::waitpid(init, &mut init_status, 0) < 0 && errno() == libc::EINTR {}
         let mut buf = [0u8; 4];
         let mut got = 0usize;
         while got < 4 {
@@ -1766,14 +2031,11 @@ unsafe fn supervise(init: libc::pid_t, status_in: libc::c_int) -> ! {
                 break;
             }
         }
-        let mut init_status = 0;
-        while libc::waitpid(init, &mut init_status, 0) < 0 && errno() == libc::EINTR {}
-        let status = if got == 4 {
+        exit_like(if got == 4 {
             i32::from_ne_bytes(buf)
         } else {
             init_status
-        };
-        exit_like(status)
+        })
     }
 }
 
@@ -1804,7 +2066,12 @@ unsafe fn exit_like(status: libc::c_int) -> ! {
 }
 
 /// I: reap every child, forward signals to the command, exit when it ends.
-unsafe fn reap(command: libc::pid_t, set: &libc::sigset_t, status_out: libc::c_int) -> ! {
+unsafe fn reap(
+    command: libc::pid_t,
+    set: &libc::sigset_t,
+    status_out: libc::c_int,
+    report: libc::c_int,
+) -> ! {
     // SAFETY (whole function): raw syscalls with scalars and live stack buffers.
     unsafe {
         loop {
@@ -1826,6 +2093,9 @@ unsafe fn reap(command: libc::pid_t, set: &libc::sigset_t, status_out: libc::c_i
                 if pid == command {
                     let bytes = status.to_ne_bytes();
                     libc::write(status_out, bytes.as_ptr().cast(), bytes.len());
+                    if report >= 0 {
+                        libc::write(report, bytes.as_ptr().cast(), bytes.len());
+                    }
                     // Leaving ends the namespace: the kernel kills whatever is left in it.
                     libc::_exit(0);
                 }

@@ -317,6 +317,35 @@ impl Drop for TmpDirGuard {
     }
 }
 
+/// This run's private tmp dir as the child needs it: its path (for the mount view) and an
+/// `O_PATH` descriptor on it (for the Landlock rule).
+#[cfg(target_os = "linux")]
+struct RunTmp {
+    path: std::ffi::CString,
+    fd: OwnedFd,
+}
+
+#[cfg(target_os = "linux")]
+impl RunTmp {
+    fn open(dir: &Path) -> Result<RunTmp, RunError> {
+        let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+            .map_err(|_| RunError::InvalidRequest("the tmp dir contains a NUL byte".into()))?;
+        // SAFETY: a NUL-terminated path; the descriptor is owned below.
+        let fd = unsafe {
+            libc::open(
+                path.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(RunError::Io(std::io::Error::last_os_error()));
+        }
+        // SAFETY: `open` returned a fresh descriptor nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(RunTmp { path, fd })
+    }
+}
+
 /// Kills the process group if the run is abandoned before the child was reaped.
 struct GroupGuard {
     pgid: i32,
@@ -358,13 +387,15 @@ unsafe fn confine(
     cwd: &std::ffi::CStr,
     parent: libc::pid_t,
     bridge: libc::c_int,
+    tmp: Option<(&std::ffi::CStr, libc::c_int)>,
+    report: libc::c_int,
 ) -> Result<(), (u32, i32)> {
     use super::namespace as ns;
     // SAFETY (whole function): raw syscalls on scalars and NUL-terminated strings prepared by
     // the parent.
     unsafe {
         if let Some(plan) = &launch.namespaces {
-            plan.enter(parent, bridge)?;
+            plan.enter(parent, bridge, tmp.map(|(path, _)| path), report)?;
             if libc::chdir(cwd.as_ptr()) != 0 {
                 return Err((ns::STEP_CHDIR, *libc::__errno_location()));
             }
@@ -375,6 +406,18 @@ unsafe fn confine(
             libc::c_uint::MAX,
             libc::CLOSE_RANGE_CLOEXEC,
         );
+        // The tmp grant's rule descriptors stand for a deleted placeholder until they are
+        // pointed at this run's tmp dir (see `linux::TmpSlot`).
+        if let Some(slots) = &launch.tmp_slot {
+            let Some((_, fd)) = tmp else {
+                return Err((ns::STEP_TMP, libc::ENOENT));
+            };
+            for slot in slots {
+                if libc::dup3(fd, *slot, libc::O_CLOEXEC) < 0 {
+                    return Err((ns::STEP_TMP, *libc::__errno_location()));
+                }
+            }
+        }
         if let Err(e) = launch.landlock.apply_raw() {
             return Err((stage_code(e.stage()), e.errno()));
         }
@@ -504,6 +547,24 @@ fn receive_listener(bridge: &OwnedFd) -> std::io::Result<std::net::TcpListener> 
     Ok(std::net::TcpListener::from(owned))
 }
 
+/// The read end of the status pipe as a non-blocking tokio pipe.
+#[cfg(target_os = "linux")]
+fn status_receiver(read_end: OwnedFd) -> std::io::Result<tokio::net::unix::pipe::Receiver> {
+    // SAFETY: fcntl on a descriptor this function owns.
+    let rc = unsafe {
+        let flags = libc::fcntl(read_end.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(
+            read_end.as_raw_fd(),
+            libc::F_SETFL,
+            flags | libc::O_NONBLOCK,
+        )
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    tokio::net::unix::pipe::Receiver::from_owned_fd_unchecked(read_end)
+}
+
 fn read_child_failure(read_end: &OwnedFd) -> Option<(u32, i32)> {
     let mut msg = [0u8; 8];
     // SAFETY: `msg` is a live 8-byte buffer; the write end is closed, so this cannot block.
@@ -590,12 +651,18 @@ impl ProcessRunner {
             None => None,
             Some(spec) => {
                 if spec.tmp == TmpSpec::Isolated(None) {
-                    let mut spec = spec.clone();
                     let guard = TmpDirGuard::create()?;
-                    spec.tmp = TmpSpec::Isolated(Some(guard.0.clone()));
+                    tmp_env = Some(guard.0.as_os_str().to_os_string());
+                    let prepared = if self.backend.prepares_per_run_tmp() {
+                        // Prepared once; this run's tmp dir is handed to the child.
+                        self.prepare_cached(spec)?
+                    } else {
+                        let mut spec = spec.clone();
+                        spec.tmp = TmpSpec::Isolated(Some(guard.0.clone()));
+                        Arc::new(prepare(self.backend.as_ref(), &spec)?)
+                    };
                     tmp_guard = Some(guard);
-                    tmp_env = spec.tmp_dir().map(|d| d.as_os_str().to_os_string());
-                    Some(Arc::new(prepare(self.backend.as_ref(), &spec)?))
+                    Some(prepared)
                 } else {
                     tmp_env = spec.tmp_dir().map(|d| d.as_os_str().to_os_string());
                     Some(self.prepare_cached(spec)?)
@@ -645,6 +712,9 @@ impl ProcessRunner {
         let mut failure_pipe = None;
         #[cfg(target_os = "linux")]
         let mut bridge: Option<(OwnedFd, OwnedFd)> = None;
+        // The command's end as its namespace's init reports it (a PID namespace only).
+        #[cfg(target_os = "linux")]
+        let mut status_pipe: Option<(OwnedFd, OwnedFd)> = None;
         match prepared.as_ref().map(|p| &p.launch) {
             #[cfg(target_os = "linux")]
             Some(Launch::PreExec(sandbox)) => {
@@ -660,6 +730,28 @@ impl ProcessRunner {
                     }
                 }
                 let bridge_fd = bridge.as_ref().map_or(-1, |(_, child)| child.as_raw_fd());
+                if sandbox
+                    .namespaces
+                    .as_ref()
+                    .is_some_and(super::namespace::NamespacePlan::pid_namespace)
+                {
+                    status_pipe = Some(cloexec_pipe()?);
+                    // P outlives the command by a moment (it reaps I); once the status is in,
+                    // it is left to finish on its own and tokio reaps it. Cancellation and
+                    // timeouts still kill its whole group (`GroupGuard`, `kill_tree`).
+                    cmd.kill_on_drop(false);
+                }
+                let report_fd = status_pipe.as_ref().map_or(-1, |(_, w)| w.as_raw_fd());
+                // This run's own tmp dir, for a sandbox prepared with a placeholder for it.
+                let run_tmp = match (&sandbox.tmp_slot, &tmp_guard) {
+                    (None, _) => None,
+                    (Some(_), Some(guard)) => Some(RunTmp::open(&guard.0)?),
+                    (Some(_), None) => {
+                        return Err(RunError::InvalidRequest(
+                            "the sandbox expects a private tmp dir for this run".into(),
+                        ));
+                    }
+                };
                 let (read_end, write_end) = cloexec_pipe()?;
                 let fd = write_end.as_raw_fd();
                 let sandbox = Arc::clone(sandbox);
@@ -677,7 +769,12 @@ impl ProcessRunner {
                             report_child_failure(fd, 7, errno);
                             return Err(std::io::Error::from_raw_os_error(errno));
                         }
-                        if let Err((step, errno)) = confine(&sandbox, &cwd, parent, bridge_fd) {
+                        let tmp = run_tmp
+                            .as_ref()
+                            .map(|t| (t.path.as_c_str(), t.fd.as_raw_fd()));
+                        if let Err((step, errno)) =
+                            confine(&sandbox, &cwd, parent, bridge_fd, tmp, report_fd)
+                        {
                             report_child_failure(fd, step, errno);
                             return Err(std::io::Error::from_raw_os_error(errno));
                         }
@@ -746,6 +843,14 @@ impl ProcessRunner {
         let pid = child.id().unwrap_or(0);
         let pgid = i32::try_from(pid).unwrap_or(0);
         let mut group = GroupGuard { pgid, armed: true };
+        #[cfg(target_os = "linux")]
+        let mut status_rx = match status_pipe {
+            Some((read_end, write_end)) => {
+                drop(write_end);
+                Some(status_receiver(read_end)?)
+            }
+            None => None,
+        };
 
         // The egress proxy: the listener P made inside the command's network namespace.
         let tasks = Arc::new(std::sync::Mutex::new(tokio::task::JoinSet::new()));
@@ -805,6 +910,19 @@ impl ProcessRunner {
             };
             tokio::pin!(readers);
             let waiter = async {
+                #[cfg(target_os = "linux")]
+                if let Some(rx) = status_rx.as_mut() {
+                    let mut buf = [0u8; 4];
+                    if tokio::io::AsyncReadExt::read_exact(rx, &mut buf)
+                        .await
+                        .is_ok()
+                    {
+                        // The namespace's init reaped the command and reported it: the kernel
+                        // ends the namespace, and everything left in it, as I leaves; P reaps
+                        // I and exits on its own. (EOF instead: P or I ended first; wait.)
+                        return Ok(std::process::ExitStatus::from_raw(i32::from_ne_bytes(buf)));
+                    }
+                }
                 let s = child.wait().await;
                 // The command is over: nothing it left behind in its group keeps running.
                 tree::kill_group(pgid);

@@ -1,0 +1,563 @@
+//! The sandboxes of one process share a user namespace and, when their network is blocked, a
+//! network namespace (ADR 0017); a per-run private tmp dir is handed to a sandbox prepared
+//! once. These tests attack both from inside real children run by one runner in this process:
+//! one sandboxed command must not see or signal another's processes, reach another's sockets
+//! (or the egress proxy's listener), read or write another's tmp dir, or inherit a descriptor
+//! of the shared namespaces. Each test runs as root and again as the unprivileged `tgsbx`
+//! (this test binary re-executed through `setpriv`).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic
+#![cfg(target_os = "linux")]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use turngate::protocol::{
+    BackendRequirement, FsAccess, NetworkMode, SandboxBackendKind, SandboxMode,
+    TurnNetworkPolicySnapshot,
+};
+use turngate::sandbox::{
+    FsGrant, LinuxNonoBackend, ProcessOutcome, ProcessRequest, ProcessRunner, SandboxBackend,
+    SandboxSpec, TmpSpec,
+};
+
+/// One line per `OP:ARG` argument.
+const PY: &str = r#"
+import sys, os, socket, errno, time
+def run(op, args):
+    if op == "netns": return os.readlink("/proc/self/ns/net")
+    if op == "pidns": return os.readlink("/proc/self/ns/pid")
+    if op == "userns": return os.readlink("/proc/self/ns/user")
+    if op == "tmpdir": return os.environ["TMPDIR"]
+    if op == "fds":
+        open_fds = []
+        for fd in range(3, 1024):
+            try:
+                os.fstat(fd)
+                open_fds.append(str(fd))
+            except OSError:
+                pass
+        return "fds " + ",".join(open_fds)
+    if op == "inet": socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    elif op == "inet6": socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    elif op == "unix": socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    elif op == "netlink": socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+    elif op == "kill0": os.kill(int(args[0]), 0)
+    elif op == "write": open(args[0], "w").write("x")
+    elif op == "read": return "read " + open(args[0]).read()
+    elif op == "send":
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        a.sendto(b"x", "\0" + args[0])
+    elif op == "serve":
+        # Bind one end of a datagram pair to an abstract name, say so through a file, wait
+        # until told to stop, then report whether any datagram arrived.
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        a.bind("\0" + args[0])
+        open(args[1], "w").write("bound")
+        deadline = time.time() + 30
+        while not os.path.exists(args[2]) and time.time() < deadline:
+            time.sleep(0.02)
+        a.setblocking(False)
+        try:
+            return "got " + a.recv(16).decode()
+        except BlockingIOError:
+            return "nothing"
+    elif op == "wait":
+        # The marker names the command's tmp dir.
+        open(args[0], "w").write(os.environ.get("TMPDIR", ""))
+        deadline = time.time() + 30
+        while not os.path.exists(args[1]) and time.time() < deadline:
+            time.sleep(0.02)
+    else: raise SystemExit("unknown op " + op)
+    return "OK"
+for spec in sys.argv[1:]:
+    op, *args = spec.split(":")
+    try:
+        print(run(op, args), flush=True)
+    except OSError as e:
+        print("ERRNO", errno.errorcode.get(e.errno, e.errno), flush=True)
+"#;
+
+const USER: &str = "tgsbx";
+const AS_USER: &str = "TURNGATE_SHARED_NS_TEST_AS_USER";
+
+/// Run `body` as root, then this test again as the unprivileged test user.
+fn as_root_and_user(test: &str, body: fn()) {
+    if std::env::var_os(AS_USER).is_some() {
+        body();
+        return;
+    }
+    // SAFETY: geteuid cannot fail.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "these tests need root");
+    require_namespaces();
+    body();
+    let (uid, gid) = test_user();
+    let out = Command::new("setpriv")
+        .arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={gid}"))
+        .arg("--clear-groups")
+        .arg("--")
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(AS_USER, "1")
+        .env("TMPDIR", "/tmp")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "as {USER}: {text}");
+    assert!(
+        text.contains("1 passed"),
+        "as {USER}: the test did not run: {text}"
+    );
+}
+
+fn test_user() -> (u32, u32) {
+    let id = |flag: &str| {
+        Command::new("id")
+            .args([flag, USER])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+    };
+    if id("-u").is_none() {
+        let status = Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                USER,
+            ])
+            .status()
+            .unwrap();
+        assert!(status.success() || status.code() == Some(9), "useradd");
+    }
+    (id("-u").unwrap(), id("-g").unwrap())
+}
+
+fn require_namespaces() {
+    let backend = LinuxNonoBackend::new();
+    assert!(backend.probe().available, "Landlock is unavailable");
+    let support = backend.namespace_support();
+    assert!(
+        support.user && support.mount && support.pid && support.network,
+        "this machine has no unprivileged user, mount, PID and network namespaces: {support:?}"
+    );
+}
+
+fn network(mode: NetworkMode, unix: bool) -> TurnNetworkPolicySnapshot {
+    TurnNetworkPolicySnapshot {
+        mode,
+        allowed_domains: vec![],
+        denied_domains: vec![],
+        allow_localhost: false,
+        allow_unix_sockets: unix,
+        allowed_tcp_ports: vec![],
+    }
+}
+
+fn spec(workspace: &Path, net: TurnNetworkPolicySnapshot) -> SandboxSpec {
+    SandboxSpec {
+        mode: SandboxMode::WorkspaceWrite,
+        roots: vec![FsGrant {
+            path: workspace.to_path_buf(),
+            access: FsAccess::Write,
+        }],
+        system_roots: true,
+        tmp: TmpSpec::Isolated(None),
+        network: net,
+        requirement: BackendRequirement::Required,
+        preference: SandboxBackendKind::Nono,
+        home: None,
+        masks: Vec::new(),
+        masks_truncated: false,
+        review: None,
+    }
+}
+
+struct Dirs {
+    _root: tempfile::TempDir,
+    base: PathBuf,
+}
+
+impl Dirs {
+    fn new() -> Dirs {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().canonicalize().unwrap();
+        Dirs { _root: root, base }
+    }
+
+    fn workspace(&self, name: &str) -> PathBuf {
+        let dir = self.base.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("probe.py"), PY).unwrap();
+        dir
+    }
+}
+
+fn request(spec: &SandboxSpec, cwd: &Path, ops: &[String]) -> ProcessRequest {
+    let mut argv: Vec<String> = vec!["/usr/bin/python3".into(), "probe.py".into()];
+    argv.extend(ops.iter().cloned());
+    ProcessRequest::new(argv, cwd)
+        .env([("PATH", "/usr/bin:/bin"), ("LANG", "C")])
+        .timeout(Duration::from_secs(60))
+        .sandbox(spec.clone())
+}
+
+fn lines(out: &ProcessOutcome) -> Vec<String> {
+    assert_eq!(
+        out.exit_code,
+        Some(0),
+        "probe failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn probe(runner: &ProcessRunner, spec: &SandboxSpec, cwd: &Path, ops: &[&str]) -> Vec<String> {
+    let ops: Vec<String> = ops.iter().map(|s| s.to_string()).collect();
+    lines(&runner.run_blocking(request(spec, cwd, &ops)).unwrap())
+}
+
+/// Run `ops` in a sandbox on another thread of this process; returns once `marker` exists
+/// (the command writes it when it is up), with the handle to its outcome.
+fn start(
+    runner: &ProcessRunner,
+    spec: &SandboxSpec,
+    cwd: &Path,
+    ops: Vec<String>,
+    marker: &Path,
+) -> std::thread::JoinHandle<ProcessOutcome> {
+    let runner = runner.clone();
+    let request = request(spec, cwd, &ops);
+    let handle = std::thread::spawn(move || runner.run_blocking(request).unwrap());
+    let started = Instant::now();
+    // Written with content (not only created) once the command is up.
+    while std::fs::metadata(marker).map_or(true, |m| m.len() == 0) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the first command never came up"
+        );
+        if handle.is_finished() {
+            let out = handle.join().unwrap();
+            panic!(
+                "the first command ended early: {} {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    handle
+}
+
+fn host_netns() -> String {
+    std::fs::read_link("/proc/self/ns/net")
+        .unwrap()
+        .display()
+        .to_string()
+}
+
+/// Host pids of live processes whose command line holds `token`.
+fn pids_with(token: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(token) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn blocked_sandboxes_share_a_network_namespace_and_still_reach_nothing_of_each_other() {
+    as_root_and_user(
+        "blocked_sandboxes_share_a_network_namespace_and_still_reach_nothing_of_each_other",
+        || {
+            let d = Dirs::new();
+            let (wa, wb) = (d.workspace("a"), d.workspace("b"));
+            let runner = ProcessRunner::native();
+            let blocked = network(NetworkMode::Disabled, false);
+            let (sa, sb) = (spec(&wa, blocked.clone()), spec(&wb, blocked));
+            let name = format!("turngate-shared-{}-{}", std::process::id(), unsafe {
+                libc::geteuid()
+            });
+            let (bound, stop) = (wa.join("bound"), wa.join("stop"));
+            let a = start(
+                &runner,
+                &sa,
+                &wa,
+                vec![
+                    "netns".into(),
+                    "pidns".into(),
+                    format!("serve:{name}:{}:{}", bound.display(), stop.display()),
+                ],
+                &bound,
+            );
+            let a_pids = pids_with(&format!("serve:{name}"));
+            assert!(!a_pids.is_empty(), "the first command's pid was not found");
+            let mut ops = vec![
+                "netns".to_string(),
+                "pidns".to_string(),
+                format!("send:{name}"),
+                "inet".to_string(),
+                "inet6".to_string(),
+                "unix".to_string(),
+                "netlink".to_string(),
+            ];
+            ops.extend(a_pids.iter().map(|p| format!("kill0:{p}")));
+            ops.push("fds".to_string());
+            let b = lines(&runner.run_blocking(request(&sb, &wb, &ops)).unwrap());
+            std::fs::write(&stop, "stop").unwrap();
+            let a = lines(&a.join().unwrap());
+
+            // The network namespace is shared (and not the host's); the PID namespaces are not.
+            assert_eq!(
+                a[0], b[0],
+                "the blocked sandboxes do not share a network namespace"
+            );
+            assert_ne!(a[0], host_netns());
+            assert_ne!(a[1], b[1], "two sandboxes share a PID namespace");
+            // Nothing of A is reachable from B: every socket family but a socketpair's is
+            // refused, so the only name in the namespace is one A bound on its end of a pair,
+            // and a datagram to it is refused (EPERM: that end is connected to its own pair;
+            // Landlock also scopes abstract names to their domain) and never arrives; A's
+            // processes are not there to signal; B holds no descriptor but stdio.
+            assert_eq!(b[2], "ERRNO EPERM", "{b:?}");
+            assert_eq!(
+                &b[3..7],
+                ["ERRNO EPERM", "ERRNO EPERM", "ERRNO EACCES", "ERRNO EPERM"]
+            );
+            for line in &b[7..7 + a_pids.len()] {
+                assert_eq!(line, "ERRNO ESRCH", "{b:?}");
+            }
+            assert_eq!(b.last().unwrap(), "fds ", "{b:?}");
+            assert_eq!(a[2], "nothing", "a datagram reached the first command");
+        },
+    );
+}
+
+#[test]
+fn sandboxes_that_may_open_sockets_get_their_own_network_namespace() {
+    as_root_and_user(
+        "sandboxes_that_may_open_sockets_get_their_own_network_namespace",
+        || {
+            let d = Dirs::new();
+            let (wa, wb, wc) = (d.workspace("a"), d.workspace("b"), d.workspace("c"));
+            let runner = ProcessRunner::native();
+            // Unix sockets allowed: no AF_UNIX filter and no abstract scoping, so only a
+            // network namespace of its own keeps the abstract names apart.
+            let unix = network(NetworkMode::Disabled, true);
+            let (sa, sb) = (spec(&wa, unix.clone()), spec(&wb, unix));
+            let name = format!("turngate-own-{}-{}", std::process::id(), unsafe {
+                libc::geteuid()
+            });
+            let (bound, stop) = (wa.join("bound"), wa.join("stop"));
+            let a = start(
+                &runner,
+                &sa,
+                &wa,
+                vec![
+                    "netns".into(),
+                    format!("serve:{name}:{}:{}", bound.display(), stop.display()),
+                ],
+                &bound,
+            );
+            let b = probe(&runner, &sb, &wb, &["netns", &format!("send:{name}")]);
+            // A restricted command (the egress proxy's listener on 127.0.0.1:3128 lives in
+            // its network namespace) and a blocked one.
+            let restricted = spec(&wc, network(NetworkMode::Restricted, false));
+            let r1 = probe(&runner, &restricted, &wc, &["netns"]);
+            let r2 = probe(&runner, &restricted, &wc, &["netns"]);
+            let blocked = probe(
+                &runner,
+                &spec(&wc, network(NetworkMode::Disabled, false)),
+                &wc,
+                &["netns"],
+            );
+            std::fs::write(&stop, "stop").unwrap();
+            let a = lines(&a.join().unwrap());
+
+            assert_ne!(
+                a[0], b[0],
+                "sandboxes allowed Unix sockets share a network namespace"
+            );
+            // The name is not there in B's namespace at all.
+            assert_eq!(b[1], "ERRNO ECONNREFUSED", "{b:?}");
+            assert_eq!(a[1], "nothing");
+            assert_ne!(
+                r1[0], r2[0],
+                "two restricted commands share a network namespace"
+            );
+            assert_ne!(
+                r1[0], blocked[0],
+                "a restricted command shares the blocked namespace"
+            );
+            for ns in [&a[0], &b[0], &r1[0], &blocked[0]] {
+                assert_ne!(*ns, host_netns());
+            }
+        },
+    );
+}
+
+#[test]
+fn each_run_of_a_prepared_sandbox_gets_its_own_private_tmp() {
+    as_root_and_user(
+        "each_run_of_a_prepared_sandbox_gets_its_own_private_tmp",
+        || {
+            let d = Dirs::new();
+            let w = d.workspace("w");
+            // One runner, one spec: the second and third runs reuse the first's preparation.
+            let runner = ProcessRunner::native();
+            let s = spec(&w, network(NetworkMode::Disabled, false));
+            let first = probe(&runner, &s, &w, &["tmpdir"]);
+            let first_tmp = PathBuf::from(&first[0]);
+            assert!(
+                !first_tmp.exists(),
+                "the first run's tmp dir was not removed"
+            );
+
+            let (up, stop) = (w.join("up"), w.join("stop"));
+            let a = start(
+                &runner,
+                &s,
+                &w,
+                vec![
+                    "tmpdir".into(),
+                    // Written through the variable the command gets, below.
+                    format!("wait:{}:{}", up.display(), stop.display()),
+                ],
+                &up,
+            );
+            let a_tmp = PathBuf::from(std::fs::read_to_string(&up).unwrap());
+            assert!(
+                a_tmp.is_dir(),
+                "the running command's tmp dir {}",
+                a_tmp.display()
+            );
+            std::fs::write(a_tmp.join("secret"), "a's").unwrap();
+            let b = probe(
+                &runner,
+                &s,
+                &w,
+                &[
+                    "tmpdir",
+                    &format!("read:{}", a_tmp.join("secret").display()),
+                    &format!("write:{}", a_tmp.join("planted").display()),
+                    &format!("write:{}", first_tmp.join("again").display()),
+                    "fds",
+                ],
+            );
+            std::fs::write(&stop, "stop").unwrap();
+            let a = lines(&a.join().unwrap());
+
+            assert_ne!(a[0], b[0], "two runs got the same tmp dir");
+            assert_ne!(b[0], first[0]);
+            assert_eq!(PathBuf::from(&a[0]), a_tmp);
+            assert_eq!(b[1], "ERRNO EACCES", "B read A's tmp dir: {b:?}");
+            assert!(
+                b[2] == "ERRNO EACCES" || b[2] == "ERRNO EROFS",
+                "B wrote into A's tmp dir: {b:?}"
+            );
+            assert!(!a_tmp.join("planted").exists());
+            // The first run's dir is gone: nothing there to write into.
+            assert!(b[3].starts_with("ERRNO "), "{b:?}");
+            assert!(!first_tmp.exists());
+            assert_eq!(b[4], "fds ", "{b:?}");
+            // B can write its own tmp dir.
+            let own = probe(&runner, &s, &w, &["tmpdir"]);
+            let out = runner
+                .run_blocking(
+                    ProcessRequest::new(
+                        [
+                            "/bin/sh",
+                            "-c",
+                            "echo mine > \"$TMPDIR/f\" && cat \"$TMPDIR/f\"",
+                        ],
+                        &w,
+                    )
+                    .env([("PATH", "/usr/bin:/bin")])
+                    .sandbox(s.clone()),
+                )
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "mine");
+            assert!(!PathBuf::from(&own[0]).exists());
+            assert!(!a_tmp.exists(), "A's tmp dir was not removed");
+        },
+    );
+}
+
+#[test]
+fn the_placeholder_for_the_per_run_tmp_dir_is_gone_after_preparing() {
+    as_root_and_user(
+        "the_placeholder_for_the_per_run_tmp_dir_is_gone_after_preparing",
+        || {
+            let d = Dirs::new();
+            let w = d.workspace("w");
+            let backend = LinuxNonoBackend::new();
+            let before = slots();
+            let prepared = backend
+                .prepare(&spec(&w, network(NetworkMode::Disabled, false)))
+                .unwrap();
+            assert!(!prepared.is_unconfined());
+            // Other tests of this binary prepare at the same time: a placeholder of theirs
+            // may be there for a moment, never for seconds.
+            let new = || -> Vec<PathBuf> {
+                slots()
+                    .into_iter()
+                    .filter(|p| !before.contains(p))
+                    .collect()
+            };
+            let started = Instant::now();
+            while !new().is_empty() && started.elapsed() < Duration::from_secs(3) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            assert!(new().is_empty(), "placeholders left behind: {:?}", new());
+        },
+    );
+}
+
+fn slots() -> Vec<PathBuf> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("turngate-slot-")
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+#[test]
+fn a_runner_on_another_backend_instance_shares_the_process_namespaces_too() {
+    as_root_and_user(
+        "a_runner_on_another_backend_instance_shares_the_process_namespaces_too",
+        || {
+            let d = Dirs::new();
+            let w = d.workspace("w");
+            let s = spec(&w, network(NetworkMode::Disabled, false));
+            let one = ProcessRunner::native();
+            let other = ProcessRunner::new(Arc::new(LinuxNonoBackend::new()));
+            let a = probe(&one, &s, &w, &["netns", "userns"]);
+            let b = probe(&other, &s, &w, &["netns", "userns"]);
+            assert_eq!(a, b, "one process, one shared user and network namespace");
+            let host_user = std::fs::read_link("/proc/self/ns/user").unwrap();
+            assert_ne!(a[1], host_user.display().to_string());
+        },
+    );
+}
