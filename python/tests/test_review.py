@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -16,7 +16,7 @@ from turngate import ChangesError, Gate, Store
 LINE = "sh -c 'echo new > a.txt; rm b.txt'"
 
 
-def _gate(ws: Path, store: Store, approver: str = "approve_all") -> Gate:
+def _gate(ws: Path, store: Store, approver: Literal["approve_all", "deny_all", "defer_all"] = "approve_all") -> Gate:
     ctx = {
         "workspace_root": str(ws),
         "execution_backend": "native",
