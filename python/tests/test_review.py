@@ -16,7 +16,10 @@ from turngate import ChangesError, Gate, Store
 LINE = "sh -c 'echo new > a.txt; rm b.txt'"
 
 
-def _gate(ws: Path, store: Store, approver: Literal["approve_all", "deny_all", "defer_all"] = "approve_all") -> Gate:
+Builtin = Literal["approve_all", "deny_all", "defer_all"]
+
+
+def _gate(ws: Path, store: Store, approver: Builtin = "approve_all") -> Gate:
     ctx = {
         "workspace_root": str(ws),
         "execution_backend": "native",
