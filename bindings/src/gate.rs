@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use turngate::gate::{
-    Authorization, Denial, Gate, SpawnResult, deferral_reason, deferral_tool_result,
+    Authorization, Denial, Gate, Reviewed, SpawnResult, deferral_reason, deferral_tool_result,
 };
 use turngate::protocol::TurnExecutionSecuritySnapshot;
 use turngate::sandbox::ProcessOutcome;
@@ -287,19 +287,11 @@ impl GateHandle {
             return spawn_record(self.gate.spawn(&inv.to_core()?).await?);
         }
         let changes = self.changes.as_ref().map_err(Clone::clone)?;
-        let reviewed = self
-            .gate
-            .spawn_reviewed(&inv.to_core_unchecked()?, changes)
-            .await?;
-        let summary = reviewed
-            .change_set
-            .as_ref()
-            .map(ChangeSetSummaryRecord::from);
-        let mut record = spawn_record(reviewed.result)?;
-        if let SpawnRecord::Ran(outcome) = &mut record {
-            outcome.change_set = summary;
-        }
-        Ok(record)
+        reviewed_record(
+            self.gate
+                .spawn_reviewed(&inv.to_core_unchecked()?, changes)
+                .await?,
+        )
     }
 
     /// [`GateHandle::spawn`] with reviewable writes (Linux): the writable roots are overlays and
@@ -330,22 +322,38 @@ impl GateHandle {
 
     /// Decide a deferred shell command and, when allowed, run exactly its stored action under
     /// the snapshot it was requested under (narrowed by this gate's). An `allow_once` runs once.
+    ///
+    /// A request deferred from a spawn with `review` runs reviewed, as it was asked: its writes
+    /// become a change set beside the gate's audit store (the one [`GateHandle::spawn`] uses)
+    /// and the result's `change_set` names it. Where review is unavailable it is refused and
+    /// nothing runs (the approval stays unspent); it never runs unreviewed.
     pub async fn resume_spawn(
         &self,
         request_id: &str,
         decision: &DecisionRecord,
     ) -> Result<SpawnRecord, TurnGateError> {
-        spawn_record(
+        let decision = decision.to_core()?;
+        if !self.gate.requires_review(request_id)? {
+            return spawn_record(self.gate.resume_spawn(request_id, decision).await?);
+        }
+        let changes = self.changes.as_ref().map_err(Clone::clone)?;
+        reviewed_record(
             self.gate
-                .resume_spawn(request_id, decision.to_core()?)
+                .resume_spawn_reviewed(request_id, decision, changes)
                 .await?,
         )
     }
 
     /// Run the stored shell command of an already approved request (by its id), under its
     /// stored snapshot and sandbox. There is no way to run a command line no decision covered.
+    /// A request deferred from a spawn with `review` runs reviewed, as in
+    /// [`GateHandle::resume_spawn`].
     pub async fn run_approved(&self, request_id: &str) -> Result<SpawnRecord, TurnGateError> {
-        spawn_record(self.gate.run_approved(request_id).await?)
+        if !self.gate.requires_review(request_id)? {
+            return spawn_record(self.gate.run_approved(request_id).await?);
+        }
+        let changes = self.changes.as_ref().map_err(Clone::clone)?;
+        reviewed_record(self.gate.run_approved_reviewed(request_id, changes).await?)
     }
 
     /// Authorize a read of `inv.target` and open it race-free beneath its root.
@@ -373,6 +381,19 @@ impl GateHandle {
     pub fn grant_for_turn(&self, scope_hash: &str) {
         self.gate.grant_for_turn(scope_hash);
     }
+}
+
+/// A reviewed spawn's record: the spawn's, with the change set's summary on a run.
+fn reviewed_record(reviewed: Reviewed) -> Result<SpawnRecord, TurnGateError> {
+    let summary = reviewed
+        .change_set
+        .as_ref()
+        .map(ChangeSetSummaryRecord::from);
+    let mut record = spawn_record(reviewed.result)?;
+    if let SpawnRecord::Ran(outcome) = &mut record {
+        outcome.change_set = summary;
+    }
+    Ok(record)
 }
 
 fn spawn_record(result: SpawnResult) -> Result<SpawnRecord, TurnGateError> {

@@ -112,6 +112,14 @@ fn fixture(store_in: Option<&str>) -> Fixture {
 }
 
 fn gate_over(ws: &std::path::Path, store: &StoreHandle) -> std::sync::Arc<GateHandle> {
+    gate_with(ws, store, "approve_all")
+}
+
+fn gate_with(
+    ws: &std::path::Path,
+    store: &StoreHandle,
+    approver: &str,
+) -> std::sync::Arc<GateHandle> {
     let snapshot = turngate_ffi::snapshot::resolve(
         Some(json!({"mode": "auto_accept_edits"})),
         json!({
@@ -122,7 +130,7 @@ fn gate_over(ws: &std::path::Path, store: &StoreHandle) -> std::sync::Arc<GateHa
         None,
     )
     .unwrap();
-    let approver = ApproverHandle::builtin("approve_all").unwrap();
+    let approver = ApproverHandle::builtin(approver).unwrap();
     GateHandle::new("t-review", snapshot, store, &approver, None).unwrap()
 }
 
@@ -327,4 +335,135 @@ async fn review_on_a_call_that_is_not_a_spawn_is_refused() {
         TurnGateError::InvalidInput { .. }
     ));
     assert!(!fx.ws.join("x.txt").exists());
+}
+
+/// A `spawn` with `review` that the approver defers: the request id.
+async fn deferred_reviewed(fx: &Fixture) -> String {
+    let deferring = gate_with(&fx.ws, &fx.store, "defer_all");
+    match deferring.spawn(&reviewed(&fx.ws, LINE)).await.unwrap() {
+        SpawnRecord::Deferred { request, .. } => request["id"].as_str().unwrap().to_owned(),
+        other => panic!("expected a deferral, got {other:?}"),
+    }
+}
+
+fn untouched(ws: &std::path::Path) -> bool {
+    !ws.join("a.txt").exists()
+        && std::fs::read_to_string(ws.join("b.txt")).is_ok_and(|b| b == "b\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deferred_reviewed_spawn_resumes_reviewed_through_the_handle() {
+    let fx = fixture(None);
+    let id = deferred_reviewed(&fx).await;
+    let stored = fx.store.approval(&id).unwrap().unwrap();
+    assert_eq!(stored["review"], true, "{stored}");
+    fx.store.resolve(&id, "allow_once", "responder").unwrap();
+
+    // The plain `resume` hands the caller an authorization to run it directly: refused,
+    // nothing spent.
+    let gate = gate_with(&fx.ws, &fx.store, "deny_all");
+    let err = gate
+        .resume(&id, &turngate_ffi::DecisionRecord::approve())
+        .unwrap_err();
+    assert!(
+        matches!(err, TurnGateError::Approval { ref message } if message.contains("must be resumed with review")),
+        "{err:?}"
+    );
+    assert_eq!(fx.store.approval(&id).unwrap().unwrap()["used"], false);
+
+    // run_approved routes it to review: the workspace is untouched, the change set has it.
+    let record = gate.run_approved(&id).await.unwrap();
+    let SpawnRecord::Ran(outcome) = record else {
+        panic!("expected ran, got {record:?}");
+    };
+    assert_eq!(outcome.exit_code, Some(0), "{outcome:?}");
+    assert!(
+        untouched(&fx.ws),
+        "a resumed reviewed spawn wrote to the workspace"
+    );
+    let summary = outcome
+        .change_set
+        .expect("a resumed reviewed spawn carries its change set");
+    assert_eq!(summary.added, vec![path_str(fx.ws.join("a.txt"))]);
+    assert_eq!(summary.deleted, vec![path_str(fx.ws.join("b.txt"))]);
+    let listed = fx.store.change_sets().unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+
+    // Once.
+    for _ in 0..2 {
+        let err = gate.run_approved(&id).await.unwrap_err();
+        assert!(
+            matches!(err, TurnGateError::Approval { ref message } if message.starts_with("already_used")),
+            "{err:?}"
+        );
+        let err = gate
+            .resume_spawn(&id, &turngate_ffi::DecisionRecord::approve())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, TurnGateError::Approval { ref message } if message.starts_with("already_used")),
+            "{err:?}"
+        );
+    }
+    assert!(untouched(&fx.ws));
+    assert_eq!(fx.store.change_sets().unwrap().as_array().unwrap().len(), 1);
+
+    // Applied, it lands as a direct run would have.
+    fx.store
+        .apply_change_set(&summary.id, &Default::default())
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(fx.ws.join("a.txt")).unwrap(),
+        "new\n"
+    );
+    assert!(!fx.ws.join("b.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_spawn_of_a_pending_reviewed_request_runs_it_reviewed() {
+    let fx = fixture(None);
+    let id = deferred_reviewed(&fx).await;
+    let gate = gate_with(&fx.ws, &fx.store, "deny_all");
+    let record = gate
+        .resume_spawn(&id, &turngate_ffi::DecisionRecord::approve())
+        .await
+        .unwrap();
+    let SpawnRecord::Ran(outcome) = record else {
+        panic!("expected ran, got {record:?}");
+    };
+    assert!(outcome.change_set.is_some(), "{outcome:?}");
+    assert!(untouched(&fx.ws));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deferred_plain_spawn_still_resumes_directly_through_the_handle() {
+    let fx = fixture(None);
+    let deferring = gate_with(&fx.ws, &fx.store, "defer_all");
+    let plain = InvocationRecord {
+        review: false,
+        ..reviewed(&fx.ws, LINE)
+    };
+    let id = match deferring.spawn(&plain).await.unwrap() {
+        SpawnRecord::Deferred { request, .. } => request["id"].as_str().unwrap().to_owned(),
+        other => panic!("expected a deferral, got {other:?}"),
+    };
+    assert!(
+        fx.store
+            .approval(&id)
+            .unwrap()
+            .unwrap()
+            .get("review")
+            .is_none()
+    );
+    fx.store.resolve(&id, "allow_once", "responder").unwrap();
+    let gate = gate_with(&fx.ws, &fx.store, "deny_all");
+    let SpawnRecord::Ran(outcome) = gate.run_approved(&id).await.unwrap() else {
+        panic!("expected ran");
+    };
+    assert!(outcome.change_set.is_none());
+    assert_eq!(
+        std::fs::read_to_string(fx.ws.join("a.txt")).unwrap(),
+        "new\n"
+    );
+    assert!(!fx.ws.join("b.txt").exists());
 }

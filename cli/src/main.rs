@@ -473,6 +473,7 @@ fn run_run(args: &RunArgs) -> Result<u8, CliError> {
 }
 
 fn run_resume(id: &str, profile: &ProfileArgs, store: &Option<PathBuf>) -> Result<u8, CliError> {
+    let store_path = session::store_path(store.as_ref())?;
     let store = session::open_existing_store(store.as_ref())?;
     let turn = store
         .approval(id)?
@@ -486,7 +487,7 @@ fn run_resume(id: &str, profile: &ProfileArgs, store: &Option<PathBuf>) -> Resul
         Some(session::ApproverChoice::Deny),
         Some(&turn),
     )?;
-    session::resume(&gate, id)
+    session::resume(&gate, id, &store_path)
 }
 
 fn run_snapshot(args: &SnapshotArgs) -> Result<u8, CliError> {

@@ -175,30 +175,7 @@ pub fn run(
     let rt = runtime()?;
     if let Some(changes) = review {
         let reviewed = rt.block_on(gate.spawn_reviewed(&inv, changes))?;
-        return match reviewed.result {
-            SpawnResult::Ran(outcome) => {
-                let code = finish(&outcome, report)?;
-                if let Some(set) = &reviewed.change_set {
-                    eprintln!(
-                        "turngate: change set {} ({}); the workspace is unchanged. Review it \
-                         with `turngate changes show {}`, then `turngate changes apply {}` or \
-                         `discard {}`",
-                        set.id,
-                        set.summary(),
-                        set.id,
-                        set.id,
-                        set.id
-                    );
-                }
-                Ok(code)
-            }
-            SpawnResult::Denied(denial) => Ok(denied(&denial.reason)),
-            SpawnResult::Deferred(request) => Err(CliError(format!(
-                "approval request {} is pending; a reviewed run does not wait for it: resolve \
-                 it, then run the command again",
-                request.id
-            ))),
-        };
+        return finish_reviewed(reviewed, report);
     }
     match rt.block_on(gate.spawn(&inv))? {
         SpawnResult::Ran(outcome) => finish(&outcome, report),
@@ -223,6 +200,37 @@ pub fn run(
     }
 }
 
+/// The exit status of a reviewed run, telling the person where its change set is.
+fn finish_reviewed(
+    reviewed: turngate::gate::Reviewed,
+    report: Option<&Path>,
+) -> Result<u8, CliError> {
+    match reviewed.result {
+        SpawnResult::Ran(outcome) => {
+            let code = finish(&outcome, report)?;
+            if let Some(set) = &reviewed.change_set {
+                eprintln!(
+                    "turngate: change set {} ({}); the workspace is unchanged. Review it \
+                     with `turngate changes show {}`, then `turngate changes apply {}` or \
+                     `discard {}`",
+                    set.id,
+                    set.summary(),
+                    set.id,
+                    set.id,
+                    set.id
+                );
+            }
+            Ok(code)
+        }
+        SpawnResult::Denied(denial) => Ok(denied(&denial.reason)),
+        SpawnResult::Deferred(request) => Err(CliError(format!(
+            "approval request {} is pending; a reviewed run does not wait for it: resolve \
+             it, then `turngate approvals resume {}` runs it with review",
+            request.id, request.id
+        ))),
+    }
+}
+
 fn resume_and_run(
     gate: &Gate,
     rt: &tokio::runtime::Runtime,
@@ -242,9 +250,16 @@ fn resume_and_run(
 
 /// `turngate approvals resume ID`: run a deferred command whose waiting process is gone,
 /// exactly as shown, re-checked, under the snapshot it was requested under. An unresolved
-/// request is approved by this call; an `allow_once` approval runs once.
-pub fn resume(gate: &Gate, request_id: &str) -> Result<u8, CliError> {
+/// request is approved by this call; an `allow_once` approval runs once. A request deferred
+/// from `run --review` runs with review, its change set beside the store at `store_path`.
+pub fn resume(gate: &Gate, request_id: &str, store_path: &Path) -> Result<u8, CliError> {
     let rt = runtime()?;
+    if gate.requires_review(request_id)? {
+        let changes = turngate::changes::ChangeStore::beside(store_path);
+        let reviewed =
+            rt.block_on(gate.resume_spawn_reviewed(request_id, Decision::approve(), &changes))?;
+        return finish_reviewed(reviewed, None);
+    }
     resume_and_run(gate, &rt, request_id, None)
 }
 

@@ -1218,3 +1218,94 @@ fn another_sets_sealed_manifest_copied_over_is_refused() {
         );
     }
 }
+
+/// `turngate approvals ARGS --store STORE` as the env's user.
+fn approvals(env: &Env, args: &[&str]) -> Output {
+    let store = env.store();
+    let mut all = vec!["approvals"];
+    all.extend_from_slice(args);
+    all.extend(["--store", &store]);
+    env.turngate(&all).output().unwrap()
+}
+
+#[test]
+fn a_deferred_reviewed_run_resumes_only_with_review() {
+    for who in BOTH {
+        let env = Env::new(who);
+        let (ws, store) = (env.workspace.display().to_string(), env.store());
+        let before = tree(&env.workspace);
+        let out = env
+            .turngate(&[
+                "run",
+                "--review",
+                "--mode",
+                "auto_accept_edits",
+                "--approver",
+                "defer",
+                "--workspace",
+                &ws,
+                "--store",
+                &store,
+                "--",
+                "sh",
+                "-c",
+                FOUR,
+            ])
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0), "{who:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("turngate approvals resume"),
+            "{who:?}: {}",
+            stderr(&out)
+        );
+        let list = approvals(&env, &["list", "--json"]);
+        let pending: Value = serde_json::from_slice(&list.stdout).unwrap();
+        assert_eq!(pending[0]["review"], true, "{who:?}: {pending}");
+        let id = pending[0]["request"]["id"].as_str().unwrap().to_owned();
+        let out = approvals(&env, &["resolve", &id, "allow_once"]);
+        assert_eq!(out.status.code(), Some(0), "{who:?}: {}", stderr(&out));
+
+        // `approvals resume` runs it with review: the workspace is untouched, the four
+        // changes are held in a change set beside the store.
+        let resume = || {
+            approvals(
+                &env,
+                &[
+                    "resume",
+                    &id,
+                    "--mode",
+                    "auto_accept_edits",
+                    "--workspace",
+                    &ws,
+                ],
+            )
+        };
+        let out = resume();
+        assert_eq!(out.status.code(), Some(0), "{who:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("change set"),
+            "{who:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(
+            tree(&env.workspace),
+            before,
+            "{who:?}: the resume wrote through"
+        );
+        let ids = env.ids_listed();
+        assert_eq!(ids.len(), 1, "{who:?}");
+        assert_eq!(kinds(&env.show(&ids[0])).len(), 4, "{who:?}");
+
+        // Once.
+        let out = resume();
+        assert_ne!(out.status.code(), Some(0), "{who:?}");
+        assert!(
+            stderr(&out).contains("already_used"),
+            "{who:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(tree(&env.workspace), before, "{who:?}");
+        assert_eq!(env.ids_listed().len(), 1, "{who:?}");
+    }
+}

@@ -244,6 +244,13 @@ pub enum GateError {
         "approval request `{0}` was stored without its snapshot (an older turngate); the sandbox it required is unknown, so it cannot run: run the command again"
     )]
     NoSnapshot(String),
+    /// The request was deferred from a spawn with reviewable writes: it runs only reviewed
+    /// ([`Gate::resume_spawn_reviewed`], [`Gate::run_approved_reviewed`]), never directly on
+    /// the workspace. Nothing was decided, spent or run.
+    #[error(
+        "approval request `{0}` was asked to run with review (reviewable writes): it must be resumed with review; nothing ran and its approval is unspent"
+    )]
+    ReviewRequired(String),
 }
 
 /// The result of [`Gate::spawn_reviewed`]: the spawn's result and, when the command ran, its
@@ -744,7 +751,7 @@ impl Gate {
     /// The allowed action's target is the *checked* one (for files, the resolved absolute
     /// path): a tool must act on it, never on the relative path it was called with.
     pub async fn authorize(&self, inv: &ToolInvocation) -> Result<Authorization, GateError> {
-        self.authorize_under(&self.own, inv, &[]).await
+        self.authorize_under(&self.own, inv, &[], false).await
     }
 
     /// [`Gate::authorize`], where `also` are verdicts the caller judged the same call under
@@ -757,16 +764,19 @@ impl Gate {
         inv: &ToolInvocation,
         also: &[AlsoJudged],
     ) -> Result<Authorization, GateError> {
-        self.authorize_under(&self.own, inv, also).await
+        self.authorize_under(&self.own, inv, also, false).await
     }
 
     /// [`Gate::authorize`] under `under` (the gate's own snapshot, or a resumed request's
-    /// stored one, whose command's connections the egress proxy decides).
+    /// stored one, whose command's connections the egress proxy decides). `review`: the
+    /// call is a shell command to run with reviewable writes, so a deferred request records
+    /// it and its resume runs reviewed.
     async fn authorize_under(
         &self,
         under: &Under,
         inv: &ToolInvocation,
         also: &[AlsoJudged],
+        review: bool,
     ) -> Result<Authorization, GateError> {
         let mut eval = self.evaluate_in_turn(under, inv)?;
         let mut use_grants = true;
@@ -829,6 +839,7 @@ impl Gate {
                     eval.verdict,
                     eval.decided_by.as_deref().filter(|_| !also.is_empty()),
                     use_grants,
+                    review,
                 )
                 .await
             }
@@ -836,7 +847,9 @@ impl Gate {
     }
 
     /// Ask the approver (unless a grant answers it). `because` is added to the summary the
-    /// person is shown; `use_grants: false` skips the turn's `allow_for_turn` grants.
+    /// person is shown; `use_grants: false` skips the turn's `allow_for_turn` grants;
+    /// `review` is persisted with a deferred request (see [`Gate::resume_spawn_reviewed`]).
+    #[allow(clippy::too_many_arguments)]
     async fn ask(
         &self,
         under: &Under,
@@ -845,6 +858,7 @@ impl Gate {
         verdict: Verdict,
         because: Option<&str>,
         use_grants: bool,
+        review: bool,
     ) -> Result<Authorization, GateError> {
         let cwd = self.shell_cwd(inv);
         let mut request = TurnPermissionApprovalRequest::for_action(
@@ -906,6 +920,7 @@ impl Gate {
             &under.policy,
             Some(self.store.as_ref()),
             Some(&under.snapshot),
+            review,
         )
         .await?;
         self.settle(under, inv, ctx, result, None)
@@ -1103,26 +1118,33 @@ impl Gate {
     /// perform the returned action now; a second `resume` of the same request is
     /// [`GateError::AlreadyUsed`]. An `allow_for_turn` approval is valid only in its own turn.
     /// For a shell command use [`Gate::resume_spawn`], which also runs it under the stored
-    /// snapshot's sandbox.
+    /// snapshot's sandbox. A request whose command was to run with reviewable writes is
+    /// [`GateError::ReviewRequired`] here (its caller would run it directly).
     pub fn resume(&self, request_id: &str, decision: Decision) -> Result<Authorization, GateError> {
-        self.resume_checked(request_id, Some(decision), None)
+        self.resume_checked(request_id, Some(decision), None, false)
             .map(|r| r.auth)
     }
 
     /// [`Gate::resume`] from one read of the stored request, refusing before anything is
     /// resolved or spent when the stored (or modified) action is not of `required` kind.
     /// `decision: None` decides nothing: the request must already be approved (what
-    /// [`Gate::run_approved`] runs).
+    /// [`Gate::run_approved`] runs). `reviewed`: the caller runs the action with reviewable
+    /// writes; a request stored with `review` and resumed without is refused here, before
+    /// anything is decided, spent or run.
     fn resume_checked(
         &self,
         request_id: &str,
         decision: Option<Decision>,
         required: Option<ActionKind>,
+        reviewed: bool,
     ) -> Result<Resumed, GateError> {
         let stored: StoredApproval = self
             .store
             .approval(request_id)?
             .ok_or_else(|| GateError::UnknownRequest(request_id.to_owned()))?;
+        if stored.review && !reviewed {
+            return Err(GateError::ReviewRequired(request_id.to_owned()));
+        }
         let decision = match (decision, &stored.resolution) {
             (Some(d), _) => d,
             (None, Some(r)) if r.resolution.is_allow() => Decision::Defer,
@@ -1241,32 +1263,74 @@ impl Gate {
     /// Decide a deferred shell command and, when it is allowed, run exactly its stored action
     /// under the request's stored snapshot (intersected with this gate's) and its sandbox.
     /// The stored action must be a `shell_command`; an `allow_once` approval runs once.
+    ///
+    /// A request deferred from [`Gate::spawn_reviewed`] (stored with `review`) is
+    /// [`GateError::ReviewRequired`]: nothing is decided, spent or run. Resume it with
+    /// [`Gate::resume_spawn_reviewed`].
     pub async fn resume_spawn(
         &self,
         request_id: &str,
         decision: Decision,
     ) -> Result<SpawnResult, GateError> {
-        self.resume_and_run(request_id, Some(decision)).await
+        self.resume_and_run(request_id, Some(decision), None)
+            .await
+            .map(|r| r.result)
+    }
+
+    /// [`Gate::resume_spawn`] with reviewable writes: the stored command runs with the
+    /// writable roots as overlays and its writes become a change set in `changes` (see
+    /// [`Gate::spawn_reviewed`]), the workspace untouched until it is applied. The way to run
+    /// a request deferred from a reviewed spawn; a request stored without review may run
+    /// reviewed too (never less than asked). Refused, nothing run, where the overlay is
+    /// unavailable.
+    pub async fn resume_spawn_reviewed(
+        &self,
+        request_id: &str,
+        decision: Decision,
+        changes: &crate::changes::ChangeStore,
+    ) -> Result<Reviewed, GateError> {
+        self.resume_and_run(request_id, Some(decision), Some(changes))
+            .await
+    }
+
+    /// Whether the stored request `request_id` must run with reviewable writes (it was
+    /// deferred from a reviewed spawn): then only [`Gate::resume_spawn_reviewed`] and
+    /// [`Gate::run_approved_reviewed`] run it.
+    pub fn requires_review(&self, request_id: &str) -> Result<bool, GateError> {
+        Ok(self
+            .store
+            .approval(request_id)?
+            .ok_or_else(|| GateError::UnknownRequest(request_id.to_owned()))?
+            .review)
     }
 
     async fn resume_and_run(
         &self,
         request_id: &str,
         decision: Option<Decision>,
-    ) -> Result<SpawnResult, GateError> {
-        let resumed = self.resume_checked(request_id, decision, Some(ActionKind::ShellCommand))?;
+        review: Option<&crate::changes::ChangeStore>,
+    ) -> Result<Reviewed, GateError> {
+        let plain = |result| Reviewed {
+            result,
+            change_set: None,
+        };
+        let resumed = self.resume_checked(
+            request_id,
+            decision,
+            Some(ActionKind::ShellCommand),
+            review.is_some(),
+        )?;
         let under = resumed
             .under
             .ok_or_else(|| GateError::NoSnapshot(request_id.to_owned()))?;
         match resumed.auth {
             Authorization::Allowed { action, .. } => {
                 let cwd = resumed.inv.cwd.clone();
-                self.run_action(&under, &resumed.inv, &action, cwd.as_deref(), None, None)
+                self.run_action(&under, &resumed.inv, &action, cwd.as_deref(), review, None)
                     .await
-                    .map(|r| r.result)
             }
-            Authorization::Denied(denial) => Ok(SpawnResult::Denied(denial)),
-            Authorization::Deferred { request } => Ok(SpawnResult::Deferred(request)),
+            Authorization::Denied(denial) => Ok(plain(SpawnResult::Denied(denial))),
+            Authorization::Deferred { request } => Ok(plain(SpawnResult::Deferred(request))),
         }
     }
 
@@ -1275,9 +1339,22 @@ impl Gate {
     /// its stored action, re-checked, under its stored snapshot and sandbox. An unresolved
     /// request is [`GateError::NotApproved`]; a spent `allow_once` is
     /// [`GateError::AlreadyUsed`]. There is no way to run a command line that no decision
-    /// covered.
+    /// covered. A request stored with `review` is [`GateError::ReviewRequired`] (nothing
+    /// spent, nothing run): use [`Gate::run_approved_reviewed`].
     pub async fn run_approved(&self, request_id: &str) -> Result<SpawnResult, GateError> {
-        self.resume_and_run(request_id, None).await
+        self.resume_and_run(request_id, None, None)
+            .await
+            .map(|r| r.result)
+    }
+
+    /// [`Gate::run_approved`] with reviewable writes into `changes` (see
+    /// [`Gate::resume_spawn_reviewed`]).
+    pub async fn run_approved_reviewed(
+        &self,
+        request_id: &str,
+        changes: &crate::changes::ChangeStore,
+    ) -> Result<Reviewed, GateError> {
+        self.resume_and_run(request_id, None, Some(changes)).await
     }
 
     /// Authorize a shell command and, when allowed, run it through the sandboxed runner built
@@ -1335,7 +1412,10 @@ impl Gate {
             });
         }
         ensure_native_shell_allowed(&self.own.snapshot)?;
-        let action = match self.authorize(inv).await? {
+        let action = match self
+            .authorize_under(&self.own, inv, &[], review.is_some())
+            .await?
+        {
             Authorization::Allowed { action, .. } => action,
             Authorization::Denied(denial) => return Ok(plain(SpawnResult::Denied(denial))),
             Authorization::Deferred { request } => {

@@ -51,7 +51,7 @@ async fn built_ins_approve_and_deny() {
     let policy = base_policy().compile().unwrap();
     let c = ctx(Action::new(ActionKind::FileWrite, "src/a.rs"), &policy);
     let approvers: [&dyn Approver; 2] = [&ApproveAll, &DenyAll];
-    let approved = decide_and_check(approvers[0], &c, &policy, None, None)
+    let approved = decide_and_check(approvers[0], &c, &policy, None, None, false)
         .await
         .unwrap();
     assert_eq!(
@@ -62,7 +62,7 @@ async fn built_ins_approve_and_deny() {
             rejected: vec![]
         }
     );
-    let denied = decide_and_check(approvers[1], &c, &policy, None, None)
+    let denied = decide_and_check(approvers[1], &c, &policy, None, None, false)
         .await
         .unwrap();
     assert!(matches!(
@@ -82,7 +82,7 @@ async fn a_denied_action_never_reaches_the_approver() {
         Action::new(ActionKind::FileWrite, "secrets/key.txt"),
         &policy,
     );
-    let r = decide_and_check(&approver, &c, &policy, None, None)
+    let r = decide_and_check(&approver, &c, &policy, None, None, false)
         .await
         .unwrap();
     assert!(
@@ -102,7 +102,7 @@ async fn a_modified_action_is_rechecked_and_cannot_cross_a_deny() {
         },
         AtomicUsize::new(0),
     );
-    let r = decide_and_check(&sneaky, &c, &policy, None, None)
+    let r = decide_and_check(&sneaky, &c, &policy, None, None, false)
         .await
         .unwrap();
     assert!(
@@ -117,7 +117,7 @@ async fn a_modified_action_is_rechecked_and_cannot_cross_a_deny() {
         },
         AtomicUsize::new(0),
     );
-    let r = decide_and_check(&fine, &c, &policy, None, None)
+    let r = decide_and_check(&fine, &c, &policy, None, None, false)
         .await
         .unwrap();
     assert!(matches!(r, ApprovalResult::Approved { ref action, .. } if *action == honest_edit));
@@ -145,7 +145,7 @@ async fn a_remembered_allow_cannot_override_a_deny_and_is_returned_to_persist() 
     );
     let ApprovalResult::Approved {
         remember, rejected, ..
-    } = decide_and_check(&approver, &c, &policy, None, None)
+    } = decide_and_check(&approver, &c, &policy, None, None, false)
         .await
         .unwrap()
     else {
@@ -242,7 +242,7 @@ async fn broker_approver_waits_for_a_client_response() {
             .unwrap();
         (broker, r)
     });
-    let r = decide_and_check(&approver, &c, &policy, None, None)
+    let r = decide_and_check(&approver, &c, &policy, None, None, false)
         .await
         .unwrap();
     assert!(matches!(r, ApprovalResult::Approved { .. }));
@@ -263,7 +263,7 @@ async fn broker_approver_waits_for_a_client_response() {
             }
         })
     };
-    let r = decide_and_check(&approver, &c2, &policy, None, None)
+    let r = decide_and_check(&approver, &c2, &policy, None, None, false)
         .await
         .unwrap();
     assert!(
@@ -282,6 +282,7 @@ async fn defer_needs_a_store() {
         &policy,
         None,
         None,
+        false,
     )
     .await
     .unwrap_err();
@@ -300,6 +301,7 @@ async fn resume_rechecks_the_policy_and_deferring_again_leaves_it_pending() {
         &policy,
         Some(&store),
         None,
+        false,
     )
     .await
     .unwrap();
@@ -367,6 +369,7 @@ async fn child_defers() {
         &policy,
         Some(&store),
         None,
+        false,
     )
     .await
     .unwrap();

@@ -179,7 +179,7 @@ fn an_older_schema_is_migrated_and_keeps_its_events() {
     let action = Action::new(ActionKind::FileWrite, "a");
     let request =
         TurnPermissionApprovalRequest::for_action("old", &action, Reason::Default, None).unwrap();
-    store.save_pending(&request, &action, None).unwrap();
+    store.save_pending(&request, &action, None, false).unwrap();
     drop(store);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let v: i64 = conn
@@ -239,6 +239,8 @@ fn a_version_2_store_migrates_forward_with_its_times_and_its_pending_requests() 
     // resolved (and, lacking a snapshot, never run: see the gate tests).
     let stored = store.approval(&request.id).unwrap().unwrap();
     assert_eq!((stored.snapshot, stored.used), (None, false));
+    // Requests from before schema 5 were never asked to run with review.
+    assert!(!stored.review);
     assert_eq!(store.pending_approvals().unwrap().len(), 1);
     store
         .resolve(
@@ -287,9 +289,9 @@ fn pending_approvals_keep_what_was_shown_and_the_first_resolution_wins() {
             .unwrap();
     request.summary = Some("Publish the crate".into());
     request.visible_thread_ids = vec!["thread-a".into(), "thread-b".into()];
-    store.save_pending(&request, &action, None).unwrap();
+    store.save_pending(&request, &action, None, false).unwrap();
     assert!(matches!(
-        store.save_pending(&request, &action, None),
+        store.save_pending(&request, &action, None, false),
         Err(AuditError::DuplicateRequest(id)) if id == request.id
     ));
     let pending = store.pending_approvals().unwrap();
@@ -415,4 +417,40 @@ fn every_event_reported_as_recorded_survives_sigkill() {
         reported.len(),
         replay.len()
     );
+}
+
+#[test]
+fn a_pending_request_keeps_whether_it_is_to_run_with_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.db");
+    let action = Action::new(ActionKind::ShellCommand, "make").with_tool("bash");
+    let reviewed =
+        TurnPermissionApprovalRequest::for_action("t1", &action, Reason::AskRule, None).unwrap();
+    let plain = TurnPermissionApprovalRequest::for_action(
+        "t1",
+        &Action::new(ActionKind::ShellCommand, "make check"),
+        Reason::AskRule,
+        None,
+    )
+    .unwrap();
+    {
+        let store = SqliteAuditStore::open(&path).unwrap();
+        store.save_pending(&reviewed, &action, None, true).unwrap();
+        store.save_pending(&plain, &action, None, false).unwrap();
+    }
+    // Read back by another connection (another process would see the same).
+    let store = SqliteAuditStore::open_existing(&path).unwrap();
+    assert!(store.approval(&reviewed.id).unwrap().unwrap().review);
+    assert!(!store.approval(&plain.id).unwrap().unwrap().review);
+    let pending = store.pending_approvals().unwrap();
+    assert_eq!(
+        pending.iter().map(|p| p.review).collect::<Vec<_>>(),
+        [true, false]
+    );
+    // The flag crosses to the bindings in the stored request's JSON; absent means false.
+    let json = serde_json::to_value(&pending).unwrap();
+    assert_eq!(json[0]["review"], true);
+    assert!(json[1].get("review").is_none(), "{}", json[1]);
+    let back: Vec<turngate::audit::StoredApproval> = serde_json::from_value(json).unwrap();
+    assert_eq!(back, pending);
 }

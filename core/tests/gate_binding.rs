@@ -385,7 +385,9 @@ async fn a_request_stored_without_a_snapshot_cannot_run() {
         None,
     )
     .unwrap();
-    t.store.save_pending(&request, &action, None).unwrap();
+    t.store
+        .save_pending(&request, &action, None, false)
+        .unwrap();
     let g = gate(&t, "t", PermissionMode::FullAccess, Arc::new(DenyAll));
     assert!(matches!(
         g.resume_spawn(&request.id, Decision::approve()).await,
@@ -483,7 +485,9 @@ fn racing_processes_spend_an_allow_once_exactly_once_1000_times() {
             None,
         )
         .unwrap();
-        t.store.save_pending(&request, &action, None).unwrap();
+        t.store
+            .save_pending(&request, &action, None, false)
+            .unwrap();
         t.store
             .resolve(
                 &request.id,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -16,13 +16,16 @@ from turngate import ChangesError, Gate, Store
 LINE = "sh -c 'echo new > a.txt; rm b.txt'"
 
 
-def _gate(ws: Path, store: Store) -> Gate:
+Builtin = Literal["approve_all", "deny_all", "defer_all"]
+
+
+def _gate(ws: Path, store: Store, approver: Builtin = "approve_all") -> Gate:
     ctx = {
         "workspace_root": str(ws),
         "execution_backend": "native",
         "platform": turngate.probe_platform(),
     }
-    return Gate("t-review", turngate.resolve({"mode": "auto_accept_edits"}, ctx), store, "approve_all")
+    return Gate("t-review", turngate.resolve({"mode": "auto_accept_edits"}, ctx), store, approver)
 
 
 @pytest.fixture
@@ -137,3 +140,27 @@ def test_review_on_other_calls_or_mistyped_is_refused(ws: Path, store: Store) ->
         _gate(ws, store).authorize_blocking("file_write", str(ws / "x.txt"), review=True)
     with pytest.raises(turngate.InvalidInput):
         _gate(ws, store).spawn_blocking("true", cwd=ws, review="yes")  # type: ignore[arg-type]
+
+
+def test_a_deferred_reviewed_spawn_resumes_only_reviewed(ws: Path, store: Store) -> None:
+    deferred = _gate(ws, store, "defer_all").spawn_blocking(LINE, cwd=ws, review=True)
+    assert deferred.outcome == "deferred" and deferred.request is not None
+    request_id = deferred.request["id"]
+    stored = store.approval(request_id)
+    assert stored is not None and stored["review"] is True
+    store.resolve(request_id, "allow_once")
+
+    gate = _gate(ws, store, "deny_all")
+    # A plain resume would hand the caller the command to run directly: refused, nothing spent.
+    with pytest.raises(turngate.ApprovalError, match="must be resumed with review"):
+        gate.resume(request_id, turngate.Decision.approve())
+    stored = store.approval(request_id)
+    assert stored is not None and stored["used"] is False
+
+    r = gate.run_approved_blocking(request_id)
+    assert r.outcome == "ran" and r.exit_code == 0, (r, r.stderr)
+    assert r.change_set is not None and r.change_set["added"] == [str(ws / "a.txt")]
+    assert not (ws / "a.txt").exists() and (ws / "b.txt").read_text() == "b\n"
+    with pytest.raises(turngate.ApprovalError, match="already_used"):
+        gate.run_approved_blocking(request_id)
+    assert len(store.change_sets()) == 1

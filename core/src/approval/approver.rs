@@ -395,12 +395,15 @@ fn recheck_rules(rules: Vec<Rule>, policy: &CompiledPolicy) -> (Vec<Rule>, Vec<R
 ///
 /// `snapshot` is the turn's snapshot, persisted with a deferred request so that its resume
 /// runs under the same sandbox (a request stored without one can be resolved but not run).
+/// `review` is persisted with it too: the command was asked to run with reviewable writes,
+/// and its resume must run it so.
 pub async fn decide_and_check(
     approver: &dyn Approver,
     ctx: &ApprovalContext,
     policy: &CompiledPolicy,
     store: Option<&dyn AuditStore>,
     snapshot: Option<&TurnExecutionSecuritySnapshot>,
+    review: bool,
 ) -> Result<ApprovalResult, ApprovalError> {
     let verdict = policy.explain(&ctx.action);
     if verdict.effect == Effect::Deny {
@@ -410,7 +413,7 @@ pub async fn decide_and_check(
     if decision == Decision::Defer {
         let store =
             store.ok_or_else(|| ApprovalError::DeferWithoutStore(ctx.request.id.clone()))?;
-        store.save_pending(&ctx.request, &ctx.action, snapshot)?;
+        store.save_pending(&ctx.request, &ctx.action, snapshot, review)?;
         return Ok(ApprovalResult::Deferred {
             request_id: ctx.request.id.clone(),
         });

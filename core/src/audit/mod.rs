@@ -268,6 +268,11 @@ pub struct StoredApproval {
     /// [`AuditStore::consume`]).
     #[serde(default)]
     pub used: bool,
+    /// True when the shell command was asked to run with reviewable writes (DESIGN §18): once
+    /// approved it runs only through the reviewed path (`Gate::resume_spawn_reviewed`), never
+    /// directly on the workspace. False for requests stored before schema 5.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub review: bool,
 }
 
 /// A resolution recorded for a stored approval.
@@ -377,13 +382,16 @@ pub trait AuditStore: Send + Sync + fmt::Debug {
     /// Every turn id with events, oldest first (by its first recorded event).
     fn turns(&self) -> Result<Vec<String>, AuditError>;
 
-    /// Persist a pending approval with exactly the request shown, the action it covers, and
-    /// the snapshot it was made under (what a resume runs under).
+    /// Persist a pending approval with exactly the request shown, the action it covers, the
+    /// snapshot it was made under (what a resume runs under), and whether its command is to
+    /// run with reviewable writes (`review`, read back as [`StoredApproval::review`]: a store
+    /// that cannot keep it must fail here, not drop it).
     fn save_pending(
         &self,
         request: &TurnPermissionApprovalRequest,
         action: &Action,
         snapshot: Option<&TurnExecutionSecuritySnapshot>,
+        review: bool,
     ) -> Result<(), AuditError>;
 
     /// The stored approval `request_id`, resolved or not.

@@ -26,10 +26,10 @@ use crate::audit::{
 use crate::protocol::TurnExecutionSecuritySnapshot;
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     // 0 -> 1: audit events.
     "CREATE TABLE audit_events (
         turn_id TEXT NOT NULL,
@@ -77,6 +77,9 @@ const MIGRATIONS: [&str; 4] = [
     ALTER TABLE approvals ADD COLUMN used_at_ms INTEGER;",
     // 3 -> 4: what a policy's log-only layers would have decided.
     "ALTER TABLE audit_events ADD COLUMN would TEXT;",
+    // 4 -> 5: whether a deferred shell command was asked to run with reviewable writes (a
+    // resume must run it reviewed). Older requests were not.
+    "ALTER TABLE approvals ADD COLUMN review INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// The most jobs one transaction takes.
@@ -93,6 +96,7 @@ enum Op {
         request_json: String,
         action_json: String,
         snapshot_json: Option<String>,
+        review: bool,
     },
     Resolve {
         id: String,
@@ -356,6 +360,7 @@ impl SqliteAuditStore {
             resolution,
             snapshot: snapshot.map(Box::new),
             used: row.used_at_ms.is_some(),
+            review: row.review,
         })
     }
 }
@@ -379,6 +384,7 @@ struct ApprovalRow {
     decider: Option<String>,
     snapshot_json: Option<String>,
     used_at_ms: Option<i64>,
+    review: bool,
 }
 
 fn migrate(conn: &mut Connection, path: &str) -> Result<(), AuditError> {
@@ -544,11 +550,12 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, now_us: i64) -> Result<Reply, 
             request_json,
             action_json,
             snapshot_json,
+            review,
         } => {
             tx.prepare_cached(
                 "INSERT INTO approvals (request_id, turn_id, request_json, action_json,
-                    created_at_ms, snapshot_json)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    created_at_ms, snapshot_json, review)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
             .execute(params![
                 id,
@@ -556,7 +563,8 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, now_us: i64) -> Result<Reply, 
                 request_json,
                 action_json,
                 now_ms,
-                snapshot_json
+                snapshot_json,
+                review
             ])?;
             Ok(Reply::Unit)
         }
@@ -694,7 +702,7 @@ impl EventRow {
 }
 
 const APPROVAL_COLUMNS: &str = "request_json, action_json, resolution, resolution_reason,
-    resolution_message, resolution_decider, snapshot_json, used_at_ms";
+    resolution_message, resolution_decider, snapshot_json, used_at_ms, review";
 
 impl ApprovalRow {
     fn read(r: &rusqlite::Row<'_>) -> Result<Self, rusqlite::Error> {
@@ -707,6 +715,7 @@ impl ApprovalRow {
             decider: r.get(5)?,
             snapshot_json: r.get(6)?,
             used_at_ms: r.get(7)?,
+            review: r.get(8)?,
         })
     }
 }
@@ -795,6 +804,7 @@ impl AuditStore for SqliteAuditStore {
         request: &TurnPermissionApprovalRequest,
         action: &Action,
         snapshot: Option<&TurnExecutionSecuritySnapshot>,
+        review: bool,
     ) -> Result<(), AuditError> {
         let encode = |what: &str, r: serde_json::Result<String>| {
             r.map_err(|e| AuditError::Corrupt {
@@ -811,6 +821,7 @@ impl AuditStore for SqliteAuditStore {
             snapshot_json: snapshot
                 .map(|s| encode("snapshot", serde_json::to_string(s)))
                 .transpose()?,
+            review,
         };
         match self.run(op) {
             Ok(Reply::Unit) => Ok(()),

@@ -145,7 +145,11 @@ impl<'a> GateEgress<'a> {
     /// are pending already). The flag says whether it asked.
     async fn authorize(&self, authority: &str) -> (Result<Authorization, super::GateError>, bool) {
         let inv = ToolInvocation::new(ActionKind::Network, authority).with_tool(PROXY_TOOL);
-        let request = match self.gate.authorize_under(self.under, &inv, &[]).await {
+        let request = match self
+            .gate
+            .authorize_under(self.under, &inv, &[], false)
+            .await
+        {
             Ok(Authorization::Deferred { request }) => request,
             other => return (other, false),
         };
