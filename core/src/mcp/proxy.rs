@@ -194,6 +194,14 @@ struct Out {
     server: Vec<String>,
 }
 
+/// A method as a lenient server may route it: trimmed of whitespace and control characters,
+/// ASCII case-folded.
+fn normalized_method(method: &str) -> String {
+    method
+        .trim_matches(|c: char| c.is_whitespace() || c.is_control())
+        .to_ascii_lowercase()
+}
+
 fn log(msg: &str) {
     eprintln!("turngate mcp: {msg}");
 }
@@ -374,6 +382,23 @@ impl<'g> McpProxy<'g> {
                     ));
                     return out;
                 }
+                if method != "tools/call" && normalized_method(&method) == "tools/call" {
+                    // A lenient server would run it as a call; it is never forwarded undecided.
+                    log(&format!(
+                        "refused the request `{}`, a near-miss spelling of tools/call",
+                        method.escape_default()
+                    ));
+                    out.client.push(jsonrpc::error_line(
+                        Some(&id),
+                        jsonrpc::METHOD_NOT_FOUND,
+                        &format!(
+                            "`{}` is not an MCP method (the method is `tools/call`); it was not \
+                             forwarded",
+                            method.escape_default()
+                        ),
+                    ));
+                    return out;
+                }
                 if method == "tools/call" {
                     let request = Message::Request {
                         id: id.clone(),
@@ -410,7 +435,15 @@ impl<'g> McpProxy<'g> {
                 out.server.push(line);
             }
             Message::Notification { method, params } => {
-                if self.initialized {
+                if !method.starts_with("notifications/") {
+                    // A request without an id (`tools/call` as a notification) would be run
+                    // undecided by a server that ignores the id: only notifications pass.
+                    log(&format!(
+                        "dropped `{}` sent without an id: only `notifications/*` may be sent \
+                         without one",
+                        method.escape_default()
+                    ));
+                } else if self.initialized {
                     out.server
                         .push(Message::Notification { method, params }.to_line());
                 } else {
@@ -533,28 +566,48 @@ impl<'g> McpProxy<'g> {
             class.kind == ActionKind::McpRead,
             self.options.home.as_deref(),
         ) {
-            Ok(targets) => {
-                for t in targets {
+            Ok(found) => {
+                for t in found.targets {
                     let inv = ToolInvocation::new(t.kind, &t.target).with_tool(name);
                     let eval = self.gate.evaluate(&inv);
+                    let mut verdict = eval.verdict.clone();
+                    let guess = if t.guessed && verdict.effect == Effect::Deny {
+                        // Only the value looks like a path: a deny of it is an ask.
+                        verdict = Verdict::without_rule(Effect::Ask, MCP_LAYER, verdict.reason);
+                        ", which only looks like a path: ask"
+                    } else {
+                        ""
+                    };
                     also.push(AlsoJudged {
                         because: format!(
-                            "argument `{}`: {} `{}` is {} ({})",
+                            "argument `{}`: {} `{}` is {} ({}){guess}",
                             t.argument,
                             t.kind,
                             eval.target,
                             eval.verdict.effect,
                             eval.verdict.reason.as_str()
                         ),
-                        verdict: eval.verdict,
-                        fresh: false,
+                        // An argument's ask is answered fresh, never by a grant of the tool.
+                        fresh: verdict.effect == Effect::Ask,
+                        verdict,
+                    });
+                }
+                for u in found.unjudgeable {
+                    also.push(AlsoJudged {
+                        verdict: Verdict::without_rule(
+                            Effect::Ask,
+                            MCP_LAYER,
+                            Reason::InvalidTarget,
+                        ),
+                        because: format!("argument `{}`: {}", u.argument, u.why),
+                        fresh: true,
                     });
                 }
             }
             Err(too) => also.push(AlsoJudged {
                 verdict: Verdict::without_rule(Effect::Ask, MCP_LAYER, Reason::InvalidTarget),
                 because: too.0,
-                fresh: false,
+                fresh: true,
             }),
         }
         let mut inv = ToolInvocation::new(class.kind, target.clone()).with_tool(name);
