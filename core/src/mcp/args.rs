@@ -10,7 +10,7 @@
 //! `file:` URI that names no local path, leading or trailing whitespace, `~user`, a number,
 //! boolean or object) cannot be judged: it is [`Unjudgeable`] and the call asks. Arrays and
 //! nested objects are walked. In an argument whose name names no target, a value that looks
-//! like a path (`/`, `~`, `./`, `../`, `file:`) is judged as a *guessed* path (a deny of it is
+//! like a path (`/`, `~`, `./`, `../`, `file:`, `a/../b`) is judged as a *guessed* path (a deny of it is
 //! an ask); other text (a file's `content` saying `the file /etc/passwd`) is never a target.
 
 use std::path::Path;
@@ -160,13 +160,16 @@ fn uri_scheme(s: &str) -> Option<&str> {
     .then_some(scheme)
 }
 
-/// A string in an argument whose name names no target that looks like a path anyway.
+/// A string in an argument whose name names no target that looks like a path anyway: it
+/// starts with `/`, `~`, `./`, `../` or `file:`, or climbs with `/../`.
 fn looks_like_path(s: &str) -> bool {
     let t = s.trim_start();
     t.starts_with('/')
         || t.starts_with('~')
         || t.starts_with("./")
         || t.starts_with("../")
+        || t.contains("/../")
+        || t.ends_with("/..")
         || t.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("file:"))
 }
 
@@ -531,6 +534,7 @@ mod tests {
             ("target", "/etc/passwd"),
             ("location", "../../etc/passwd"),
             ("input", "./x"),
+            ("input", "a/../../etc/passwd"),
             ("q", "~/.ssh/id_rsa"),
             ("q", "file:/etc/passwd"),
         ] {
