@@ -224,6 +224,16 @@ impl Walk<'_> {
             );
             return Ok(());
         }
+        if hint == Hint::Path && s.contains('\\') {
+            self.unjudgeable(
+                argument,
+                format!(
+                    "`{}` holds a backslash, which a server may read as a separator",
+                    s.escape_default()
+                ),
+            );
+            return Ok(());
+        }
         if let Some(scheme) = uri_scheme(s) {
             let scheme = scheme.to_ascii_lowercase();
             if scheme == "http" || scheme == "https" {
@@ -496,6 +506,7 @@ mod tests {
             json!(" /etc/passwd"),
             json!("/etc/passwd "),
             json!("~root/.bashrc"),
+            json!("\\\\?\\/etc/passwd"),
             json!("file://remotehost/etc/passwd"),
             json!({"value": "/etc/passwd"}),
             json!(7),
