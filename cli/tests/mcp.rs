@@ -893,3 +893,49 @@ fn a_path_argument_that_is_not_a_plain_path_asks_and_is_denied() {
         f.stderr
     );
 }
+
+#[test]
+fn deferred_calls_are_capped_per_session_and_the_session_still_answers() {
+    if !python_available() {
+        return;
+    }
+    let mut w = Wrap::start("auto_accept_edits", "defer", &[], &[]);
+    w.initialize();
+    w.list(2);
+    let cap = 8u64;
+    for i in 0..cap {
+        w.send(
+            json!({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
+                      "params": {"name": "write", "arguments": {"path": format!("d{i}.txt")}}}),
+        );
+    }
+    // The sync point: once ping is answered, the calls before it have been read.
+    let r = w.request(5, "ping", json!({}));
+    assert!(r.get("result").is_some(), "{r}");
+    let store = w.state.path().join("audit.db");
+    let pending = || -> usize {
+        let out = Command::new(bin())
+            .args(["approvals", "list", "--json", "--store"])
+            .arg(&store)
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&out.stdout)
+            .ok()
+            .and_then(|v| v.as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    let start = std::time::Instant::now();
+    while pending() < cap as usize {
+        assert!(start.elapsed() < WAIT, "the calls were not deferred");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // One more: refused at once, naming the cap, its request not left pending.
+    let r = w.call(99, "write", json!({"path": "one_too_many.txt"}));
+    let text = refused_text(&r);
+    assert!(text.contains("too many pending approvals"), "{text}");
+    assert_eq!(pending(), cap as usize);
+    let r = w.request(6, "ping", json!({}));
+    assert!(r.get("result").is_some(), "{r}");
+    let f = w.finish();
+    assert!(!f.server_saw_call("write", None));
+}

@@ -6,9 +6,11 @@
 //! the other side never asked for, a line longer than the limit. When the server goes away,
 //! every request still waiting gets an error, so the client never hangs.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,8 +23,8 @@ use super::args::argument_targets;
 use super::jsonrpc::{self, Message, ParseError, id_key};
 use super::tools::{ToolRegistry, valid_name};
 use crate::action::{ActionKind, Effect};
-use crate::approval::Decision;
-use crate::audit::AuditStore;
+use crate::approval::{ApprovalResolution, Decision};
+use crate::audit::{AuditStore, StoredResolution};
 use crate::gate::{AlsoJudged, Authorization, Gate, ToolInvocation};
 use crate::verdict::{Reason, Verdict};
 
@@ -158,6 +160,8 @@ struct Decided {
     id: Value,
     line: String,
     outcome: Result<Authorization, String>,
+    /// Refused without deciding (too many deferred calls): the text of the result.
+    refused: Option<String>,
     target: String,
     kind: ActionKind,
 }
@@ -177,6 +181,8 @@ pub struct McpProxy<'g> {
     deciding: HashMap<String, Value>,
     /// Server requests forwarded to the client, by id key.
     server_pending: HashMap<String, Value>,
+    /// Deferred calls waiting on an approval.
+    deferred: Rc<Cell<usize>>,
 }
 
 impl std::fmt::Debug for McpProxy<'_> {
@@ -202,6 +208,22 @@ fn normalized_method(method: &str) -> String {
         .to_ascii_lowercase()
 }
 
+/// Most deferred calls one session keeps waiting on an approval at once; one more is
+/// refused (an `isError` result, its request cancelled) instead (red team F5).
+pub const MAX_DEFERRED_CALLS: usize = 8;
+
+/// The reason stored on a deferred call's request cancelled because too many were waiting.
+const TOO_MANY: &str = "too_many_pending_asks";
+
+/// Counts one deferred call while it waits; the count drops however the wait ends.
+struct Waiting(Rc<Cell<usize>>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
+}
+
 fn log(msg: &str) {
     eprintln!("turngate mcp: {msg}");
 }
@@ -220,6 +242,7 @@ impl<'g> McpProxy<'g> {
             pending: HashMap::new(),
             deciding: HashMap::new(),
             server_pending: HashMap::new(),
+            deferred: Rc::new(Cell::new(0)),
         }
     }
 
@@ -619,15 +642,40 @@ impl<'g> McpProxy<'g> {
         let store = self.store.clone();
         let poll = self.options.poll;
         let kind = class.kind;
+        let deferred = self.deferred.clone();
         Ok(Box::pin(async move {
+            let mut refused = None;
             let outcome = match gate.authorize_also(&inv, &also).await {
                 Ok(Authorization::Deferred { request }) => match store {
-                    Some(store) => wait_and_resume(gate, store.as_ref(), &request.id, poll).await,
+                    Some(store) if deferred.get() >= MAX_DEFERRED_CALLS => {
+                        // Settled at once, so nobody is asked about it and it does not poll.
+                        let _ = store.resolve(
+                            &request.id,
+                            StoredResolution::new(ApprovalResolution::Cancelled, TOO_MANY),
+                        );
+                        log(&format!(
+                            "cancelled approval request {}: {MAX_DEFERRED_CALLS} calls are \
+                             waiting on an approval already",
+                            request.id
+                        ));
+                        refused = Some(format!(
+                            "Permission denied by turngate: too many pending approvals \
+                             ({MAX_DEFERRED_CALLS} calls of this session are waiting on one \
+                             already); this call did not run."
+                        ));
+                        Ok(Authorization::Deferred { request })
+                    }
+                    Some(store) => {
+                        deferred.set(deferred.get() + 1);
+                        let _waiting = Waiting(deferred);
+                        wait_and_resume(gate, store.as_ref(), &request.id, poll).await
+                    }
                     None => Ok(Authorization::Deferred { request }),
                 },
                 other => other.map_err(|e| e.to_string()),
             };
             Decided {
+                refused,
                 key,
                 id,
                 line,
@@ -642,6 +690,10 @@ impl<'g> McpProxy<'g> {
         let mut out = Out::default();
         if self.deciding.remove(&done.key).is_none() {
             // Answered already (the server went away while it was being decided).
+            return out;
+        }
+        if let Some(text) = done.refused {
+            out.client.push(jsonrpc::tool_error_line(&done.id, &text));
             return out;
         }
         match done.outcome {
