@@ -939,3 +939,33 @@ fn deferred_calls_are_capped_per_session_and_the_session_still_answers() {
     let f = w.finish();
     assert!(!f.server_saw_call("write", None));
 }
+
+#[test]
+fn server_requests_for_capabilities_the_client_did_not_declare_are_refused() {
+    if !python_available() {
+        return;
+    }
+    let mut w = Wrap::start("auto_accept_edits", "deny", &[], &[]);
+    // The client declares no capabilities.
+    w.initialize();
+    w.list(2);
+    // `response` panics on any request from the server reaching the client.
+    let r = w.call(3, "asker", json!({}));
+    assert_eq!(r["result"]["content"][0]["text"], "asker done", "{r}");
+    let r = w.request(4, "ping", json!({}));
+    assert!(r.get("result").is_some(), "{r}");
+    let f = w.finish();
+    for sid in ["s1", "s2", "s3"] {
+        assert!(
+            f.stderr.lines().any(|l| l.starts_with("SERVER-SAW ")
+                && l.contains(&format!("\"id\":\"{sid}\""))
+                && l.contains("-32601")),
+            "{sid}: {}",
+            f.stderr
+        );
+    }
+    assert!(
+        f.stderr
+            .contains("did not declare the `sampling` capability")
+    );
+}

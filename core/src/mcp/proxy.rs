@@ -183,6 +183,8 @@ pub struct McpProxy<'g> {
     server_pending: HashMap<String, Value>,
     /// Deferred calls waiting on an approval.
     deferred: Rc<Cell<usize>>,
+    /// The `capabilities` of the client's last `initialize` (none until it is sent).
+    client_capabilities: Value,
 }
 
 impl std::fmt::Debug for McpProxy<'_> {
@@ -206,6 +208,21 @@ fn normalized_method(method: &str) -> String {
     method
         .trim_matches(|c: char| c.is_whitespace() || c.is_control())
         .to_ascii_lowercase()
+}
+
+/// The client capability a server-to-client request needs (`sampling/createMessage` needs
+/// `sampling`); `None` for requests any client serves (`ping`). A near-miss spelling needs it
+/// too.
+fn client_capability_for(method: &str) -> Option<&'static str> {
+    let m = normalized_method(method);
+    [
+        ("sampling/", "sampling"),
+        ("elicitation/", "elicitation"),
+        ("roots/", "roots"),
+    ]
+    .into_iter()
+    .find(|(prefix, _)| m.starts_with(prefix))
+    .map(|(_, capability)| capability)
 }
 
 /// Most deferred calls one session keeps waiting on an approval at once; one more is
@@ -243,6 +260,7 @@ impl<'g> McpProxy<'g> {
             deciding: HashMap::new(),
             server_pending: HashMap::new(),
             deferred: Rc::new(Cell::new(0)),
+            client_capabilities: Value::Null,
         }
     }
 
@@ -437,6 +455,13 @@ impl<'g> McpProxy<'g> {
                     }
                     return out;
                 }
+                if method == "initialize" {
+                    self.client_capabilities = params
+                        .as_ref()
+                        .and_then(|p| p.get("capabilities"))
+                        .cloned()
+                        .unwrap_or(Value::Null);
+                }
                 let first_page = params
                     .as_ref()
                     .and_then(|p| p.get("cursor"))
@@ -499,6 +524,32 @@ impl<'g> McpProxy<'g> {
         };
         match msg {
             Message::Request { id, method, params } => {
+                if let Some(capability) = client_capability_for(&method)
+                    && self
+                        .client_capabilities
+                        .get(capability)
+                        .is_none_or(Value::is_null)
+                {
+                    // The client never offered it: the server is answered, the client is not
+                    // asked (red team F3).
+                    log(&format!(
+                        "refused the server's `{}`: the client did not declare the `{capability}` \
+                         capability",
+                        method.escape_default()
+                    ));
+                    out.server.push(jsonrpc::error_line(
+                        Some(&id),
+                        jsonrpc::METHOD_NOT_FOUND,
+                        &format!("the client did not declare the `{capability}` capability"),
+                    ));
+                    return out;
+                }
+                if client_capability_for(&method).is_some() {
+                    log(&format!(
+                        "forwarded the server's `{}` request (id {id}) to the client",
+                        method.escape_default()
+                    ));
+                }
                 self.server_pending.insert(id_key(&id), id.clone());
                 out.client
                     .push(Message::Request { id, method, params }.to_line());
