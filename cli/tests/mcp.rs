@@ -969,3 +969,68 @@ fn server_requests_for_capabilities_the_client_did_not_declare_are_refused() {
             .contains("did not declare the `sampling` capability")
     );
 }
+
+#[test]
+fn a_grant_for_the_tool_does_not_answer_a_later_calls_argument_ask() {
+    if !python_available() {
+        return;
+    }
+    // Supervised: every workspace write asks on its own (the file checker), as does the tool.
+    let mut w = Wrap::start("supervised", "defer", &[], &[]);
+    w.initialize();
+    w.list(2);
+    let store = w.state.path().join("audit.db");
+    let pending = || -> Vec<String> {
+        let out = Command::new(bin())
+            .args(["approvals", "list", "--json", "--store"])
+            .arg(&store)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(json!([]));
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|p| p["request"]["id"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let wait_for_one = || {
+        let start = std::time::Instant::now();
+        loop {
+            let p = pending();
+            if let Some(id) = p.first() {
+                break id.clone();
+            }
+            assert!(start.elapsed() < WAIT, "no pending request");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    w.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                  "params": {"name": "write", "arguments": {"path": "a.txt", "content": "a"}}}));
+    let first = wait_for_one();
+    let out = Command::new(bin())
+        .args(["approvals", "resolve", &first, "allow_for_turn", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // Allowed and forwarded (the supervised sandbox's read-only workspace then refuses it).
+    let r = w.response(&json!(3));
+    assert!(
+        !r.to_string().contains("Permission denied by turngate"),
+        "{r}"
+    );
+    // Another path, whose file check asks: a fresh request, the call waits.
+    w.send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                  "params": {"name": "write", "arguments": {"path": "b.txt", "content": "b"}}}));
+    let second = wait_for_one();
+    assert_ne!(first, second);
+    assert!(
+        !w.ws.path().join("b.txt").exists(),
+        "the grant answered the argument's ask"
+    );
+    let f = w.finish();
+    assert!(f.server_saw_call("write", Some("a.txt")));
+    assert!(!f.server_saw_call("write", Some("b.txt")));
+}
