@@ -611,7 +611,8 @@ fn the_server_cannot_read_outside_its_sandbox_even_when_asked() {
     );
     w.initialize();
     w.list(2);
-    // `where` does not say it is a path, so only the sandbox stands in the way.
+    // `where` does not say it is a path: the value is a guessed one, whose ask the approver
+    // allows, so only the sandbox stands in the way.
     let r = w.call(3, "peek", json!({"where": secret}));
     let text = r["result"]["content"][0]["text"]
         .as_str()
@@ -761,7 +762,8 @@ fn an_unprivileged_user_gets_the_same_decisions_and_the_same_sandbox() {
     let secret = outside.path().join("secret.txt");
     std::fs::write(&secret, "TOPSECRET").unwrap();
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let mut w = Wrap::start_as(Some(ids), "auto_accept_edits", "deny", &[], &[]);
+    // The approver allows the ask of the guessed path in `where`: the sandbox must refuse it.
+    let mut w = Wrap::start_as(Some(ids), "auto_accept_edits", "allow", &[], &[]);
     w.initialize();
     w.list(2);
     let r = w.call(3, "echo", json!({"text": "hi"}));
@@ -772,9 +774,263 @@ fn an_unprivileged_user_gets_the_same_decisions_and_the_same_sandbox() {
         .unwrap()
         .to_owned();
     assert!(text.starts_with("peek failed"), "{r}");
-    let target = w.ws.path().join("out.txt");
+    let target = outside.path().join("out.txt");
     refused_text(&w.call(5, "write", json!({"path": target})));
     assert!(!target.exists());
     let f = w.finish();
     assert!(f.server_saw_call("peek", None) && !f.server_saw_call("write", None));
+}
+
+#[test]
+fn a_call_without_an_id_or_with_a_near_miss_method_never_reaches_the_server() {
+    if !python_available() {
+        return;
+    }
+    // The approver allows: only the proxy's framing rules stand between these and the server.
+    let mut w = Wrap::start("auto_accept_edits", "allow", &[], &[]);
+    w.initialize();
+    w.list(2);
+    // A tools/call sent as a notification (red team F1).
+    w.send(json!({"jsonrpc": "2.0", "method": "tools/call",
+                  "params": {"name": "write", "arguments": {"path": "notified.txt", "content": "x"}}}));
+    // Near-miss spellings a lenient server would route to tools/call (F2).
+    for (id, method) in [(3, "tools/call "), (4, "Tools/Call"), (5, "\ttools/CALL")] {
+        let r = w.request(
+            id,
+            method,
+            json!({"name": "write", "arguments": {"path": format!("nearmiss{id}.txt"), "content": "x"}}),
+        );
+        assert_eq!(r["error"]["code"], -32601, "{method:?}: {r}");
+    }
+    // The control: the same call, decided (allowed) and run.
+    let r = w.call(6, "write", json!({"path": "decided.txt", "content": "x"}));
+    assert!(r.get("result").is_some(), "{r}");
+    assert!(w.ws.path().join("decided.txt").exists());
+    for f in [
+        "notified.txt",
+        "nearmiss3.txt",
+        "nearmiss4.txt",
+        "nearmiss5.txt",
+    ] {
+        assert!(!w.ws.path().join(f).exists(), "{f} was written");
+    }
+    let f = w.finish();
+    assert!(
+        !f.server_saw_call("write", Some("notified")),
+        "{}",
+        f.stderr
+    );
+    assert!(
+        !f.stderr
+            .lines()
+            .any(|l| l.starts_with("SERVER-SAW ") && l.contains("nearmiss")),
+        "{}",
+        f.stderr
+    );
+    assert!(f.stderr.contains("sent without an id"), "{}", f.stderr);
+}
+
+#[test]
+fn a_path_argument_that_is_not_a_plain_path_asks_and_is_denied() {
+    if !python_available() {
+        return;
+    }
+    let mut w = Wrap::start("auto_accept_edits", "deny", &[], &[]);
+    w.initialize();
+    w.list(2);
+    std::fs::write(w.ws.path().join("plain.txt"), "plain").unwrap();
+    let r = w.call(
+        3,
+        "peek",
+        json!({"where": "plain.txt", "path": "plain.txt"}),
+    );
+    assert!(
+        r["result"]["isError"] != true,
+        "the control read is refused: {r}"
+    );
+    let attacks = [
+        json!("x://../../../../../../../etc/passwd"),
+        json!("s3://bucket/../../../../etc/passwd"),
+        json!("file:/etc/passwd"),
+        json!("FILE:/etc/passwd"),
+        json!(" /etc/passwd"),
+        json!("~root/.bashrc"),
+        json!({"value": "/etc/passwd"}),
+    ];
+    for (i, a) in attacks.iter().enumerate() {
+        let r = w.call(
+            10 + i as u64,
+            "peek",
+            json!({"where": "plain.txt", "path": a}),
+        );
+        let text = refused_text(&r);
+        assert!(
+            text.contains("Permission denied by turngate"),
+            "{a}: {text}"
+        );
+    }
+    // An argument whose name says nothing, holding a path outside the roots.
+    let r = w.call(
+        30,
+        "peek",
+        json!({"where": "plain.txt", "target": "/etc/passwd"}),
+    );
+    let text = refused_text(&r);
+    assert!(text.contains("Permission denied by turngate"), "{text}");
+    let f = w.finish();
+    assert!(
+        !f.stderr
+            .lines()
+            .any(|l| l.starts_with("SERVER-SAW ") && l.contains("passwd")),
+        "{}",
+        f.stderr
+    );
+    assert!(
+        !f.stderr
+            .lines()
+            .any(|l| l.starts_with("SERVER-SAW ") && l.contains("bashrc")),
+        "{}",
+        f.stderr
+    );
+}
+
+#[test]
+fn deferred_calls_are_capped_per_session_and_the_session_still_answers() {
+    if !python_available() {
+        return;
+    }
+    let mut w = Wrap::start("auto_accept_edits", "defer", &[], &[]);
+    w.initialize();
+    w.list(2);
+    let cap = 8u64;
+    for i in 0..cap {
+        w.send(
+            json!({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
+                      "params": {"name": "write", "arguments": {"path": format!("d{i}.txt")}}}),
+        );
+    }
+    // The sync point: once ping is answered, the calls before it have been read.
+    let r = w.request(5, "ping", json!({}));
+    assert!(r.get("result").is_some(), "{r}");
+    let store = w.state.path().join("audit.db");
+    let pending = || -> usize {
+        let out = Command::new(bin())
+            .args(["approvals", "list", "--json", "--store"])
+            .arg(&store)
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&out.stdout)
+            .ok()
+            .and_then(|v| v.as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    let start = std::time::Instant::now();
+    while pending() < cap as usize {
+        assert!(start.elapsed() < WAIT, "the calls were not deferred");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // One more: refused at once, naming the cap, its request not left pending.
+    let r = w.call(99, "write", json!({"path": "one_too_many.txt"}));
+    let text = refused_text(&r);
+    assert!(text.contains("too many pending approvals"), "{text}");
+    assert_eq!(pending(), cap as usize);
+    let r = w.request(6, "ping", json!({}));
+    assert!(r.get("result").is_some(), "{r}");
+    let f = w.finish();
+    assert!(!f.server_saw_call("write", None));
+}
+
+#[test]
+fn server_requests_for_capabilities_the_client_did_not_declare_are_refused() {
+    if !python_available() {
+        return;
+    }
+    let mut w = Wrap::start("auto_accept_edits", "deny", &[], &[]);
+    // The client declares no capabilities.
+    w.initialize();
+    w.list(2);
+    // `response` panics on any request from the server reaching the client.
+    let r = w.call(3, "asker", json!({}));
+    assert_eq!(r["result"]["content"][0]["text"], "asker done", "{r}");
+    let r = w.request(4, "ping", json!({}));
+    assert!(r.get("result").is_some(), "{r}");
+    let f = w.finish();
+    for sid in ["s1", "s2", "s3"] {
+        assert!(
+            f.stderr.lines().any(|l| l.starts_with("SERVER-SAW ")
+                && l.contains(&format!("\"id\":\"{sid}\""))
+                && l.contains("-32601")),
+            "{sid}: {}",
+            f.stderr
+        );
+    }
+    assert!(
+        f.stderr
+            .contains("did not declare the `sampling` capability")
+    );
+}
+
+#[test]
+fn a_grant_for_the_tool_does_not_answer_a_later_calls_argument_ask() {
+    if !python_available() {
+        return;
+    }
+    // Supervised: every workspace write asks on its own (the file checker), as does the tool.
+    let mut w = Wrap::start("supervised", "defer", &[], &[]);
+    w.initialize();
+    w.list(2);
+    let store = w.state.path().join("audit.db");
+    let pending = || -> Vec<String> {
+        let out = Command::new(bin())
+            .args(["approvals", "list", "--json", "--store"])
+            .arg(&store)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(json!([]));
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|p| p["request"]["id"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let wait_for_one = || {
+        let start = std::time::Instant::now();
+        loop {
+            let p = pending();
+            if let Some(id) = p.first() {
+                break id.clone();
+            }
+            assert!(start.elapsed() < WAIT, "no pending request");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    w.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                  "params": {"name": "write", "arguments": {"path": "a.txt", "content": "a"}}}));
+    let first = wait_for_one();
+    let out = Command::new(bin())
+        .args(["approvals", "resolve", &first, "allow_for_turn", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // Allowed and forwarded (the supervised sandbox's read-only workspace then refuses it).
+    let r = w.response(&json!(3));
+    assert!(
+        !r.to_string().contains("Permission denied by turngate"),
+        "{r}"
+    );
+    // Another path, whose file check asks: a fresh request, the call waits.
+    w.send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                  "params": {"name": "write", "arguments": {"path": "b.txt", "content": "b"}}}));
+    let second = wait_for_one();
+    assert_ne!(first, second);
+    assert!(
+        !w.ws.path().join("b.txt").exists(),
+        "the grant answered the argument's ask"
+    );
+    let f = w.finish();
+    assert!(f.server_saw_call("write", Some("a.txt")));
+    assert!(!f.server_saw_call("write", Some("b.txt")));
 }

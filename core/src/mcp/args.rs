@@ -5,9 +5,13 @@
 //! ending in `path`, `file`, `dir`, ...) or its schema's `format` is `path`; it is a URL when
 //! its name says so (`url`, `uri`, `href`, ...) or its `format` is `uri`/`url`/`iri`. In such an
 //! argument an `http`/`https` value is checked as a URL and a `file:` URI as a path; a URL
-//! argument of another scheme is checked as a URL (and refused by the network checker); a
-//! path argument of another scheme (`memory://x`) is left to the MCP verdict. Arrays and
-//! nested objects are walked. Other arguments (a file's `content`) are never read as targets.
+//! argument of another scheme is checked as a URL (and refused by the network checker). A
+//! path argument that is not a plain path (another scheme such as `memory://x` or `x:y`, a
+//! `file:` URI that names no local path, leading or trailing whitespace, `~user`, a number,
+//! boolean or object) cannot be judged: it is [`Unjudgeable`] and the call asks. Arrays and
+//! nested objects are walked. In an argument whose name names no target, a value that looks
+//! like a path (`/`, `~`, `./`, `../`, `file:`, `a/../b`) is judged as a *guessed* path (a deny of it is
+//! an ask); other text (a file's `content` saying `the file /etc/passwd`) is never a target.
 
 use std::path::Path;
 
@@ -71,6 +75,28 @@ pub struct ArgTarget {
     pub target: String,
     /// Where it was in the arguments (`path`, `paths[1]`, `edits[0].file`).
     pub argument: String,
+    /// Its argument's name names no target; the value only looks like a path (`/x`, `~/x`,
+    /// `./x`, `../x`, `file:x`). A deny of a guessed target is an ask.
+    pub guessed: bool,
+}
+
+/// An argument where a path is expected that cannot be judged as one (another scheme, a
+/// leading space, `~user`, a number or an object): the call asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unjudgeable {
+    /// Where it was in the arguments.
+    pub argument: String,
+    /// Why it cannot be judged.
+    pub why: String,
+}
+
+/// The targets among a call's arguments, and the arguments that cannot be judged.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArgTargets {
+    /// The file and network actions to check.
+    pub targets: Vec<ArgTarget>,
+    /// Arguments that ask on their own.
+    pub unjudgeable: Vec<Unjudgeable>,
 }
 
 /// Too many targets or too deep arguments: the call asks.
@@ -120,6 +146,31 @@ struct Walk<'a> {
     file_kind: ActionKind,
     home: Option<&'a Path>,
     out: Vec<ArgTarget>,
+    unjudgeable: Vec<Unjudgeable>,
+}
+
+/// The scheme of `s` when it starts with one per RFC 3986 (`ALPHA *( ALPHA / DIGIT / "+" /
+/// "-" / "." ) ":"`), `file:/x` and `x:` included.
+fn uri_scheme(s: &str) -> Option<&str> {
+    let (scheme, _) = s.split_once(':')?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+    .then_some(scheme)
+}
+
+/// A string in an argument whose name names no target that looks like a path anyway: it
+/// starts with `/`, `~`, `./`, `../` or `file:`, or climbs with `/../`.
+fn looks_like_path(s: &str) -> bool {
+    let t = s.trim_start();
+    t.starts_with('/')
+        || t.starts_with('~')
+        || t.starts_with("./")
+        || t.starts_with("../")
+        || t.contains("/../")
+        || t.ends_with("/..")
+        || t.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("file:"))
 }
 
 impl Walk<'_> {
@@ -133,42 +184,101 @@ impl Walk<'_> {
             kind,
             target,
             argument: argument.to_owned(),
+            guessed: false,
         });
         Ok(())
     }
 
+    /// An argument the checkers cannot judge as given: the call asks.
+    fn unjudgeable(&mut self, argument: &str, why: String) {
+        self.unjudgeable.push(Unjudgeable {
+            argument: argument.to_owned(),
+            why,
+        });
+    }
+
     fn string(&mut self, s: &str, hint: Hint, argument: &str) -> Result<(), TooComplex> {
-        if hint == Hint::None {
+        let guessed = hint == Hint::None && looks_like_path(s);
+        if hint == Hint::None && !guessed {
             return Ok(());
         }
-        if let Some((scheme, _)) = s.split_once("://")
-            && !scheme.is_empty()
-            && scheme
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        {
+        let before = self.out.len();
+        self.judged_string(s, if guessed { Hint::Path } else { hint }, argument)?;
+        if guessed {
+            for t in &mut self.out[before..] {
+                t.guessed = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn judged_string(&mut self, s: &str, hint: Hint, argument: &str) -> Result<(), TooComplex> {
+        if s.trim() != s {
+            self.unjudgeable(
+                argument,
+                format!(
+                    "`{}` has leading or trailing whitespace; a server that trims it would use \
+                     another path than the one checked",
+                    s.escape_default()
+                ),
+            );
+            return Ok(());
+        }
+        if hint == Hint::Path && s.contains('\\') {
+            self.unjudgeable(
+                argument,
+                format!(
+                    "`{}` holds a backslash, which a server may read as a separator",
+                    s.escape_default()
+                ),
+            );
+            return Ok(());
+        }
+        if let Some(scheme) = uri_scheme(s) {
             let scheme = scheme.to_ascii_lowercase();
             if scheme == "http" || scheme == "https" {
                 return self.push(ActionKind::Network, s.to_owned(), argument);
             }
             if scheme == "file" {
-                return match url::Url::parse(s).ok().and_then(|u| u.to_file_path().ok()) {
+                match url::Url::parse(s).ok().and_then(|u| u.to_file_path().ok()) {
                     Some(p) => {
-                        self.push(self.file_kind, p.to_string_lossy().into_owned(), argument)
+                        self.push(self.file_kind, p.to_string_lossy().into_owned(), argument)?
                     }
-                    // A file URI that does not name a local path is judged as the raw text,
-                    // which the file checker refuses.
-                    None => self.push(self.file_kind, s.to_owned(), argument),
-                };
+                    None => self.unjudgeable(
+                        argument,
+                        format!("`{}` is not a local file URI", s.escape_default()),
+                    ),
+                }
+                return Ok(());
             }
             if hint == Hint::Url {
                 // A URL of a scheme the network checker refuses: checked, and refused.
                 return self.push(ActionKind::Network, s.to_owned(), argument);
             }
+            // A path argument of another scheme (`x://../../etc/passwd`, `s3://b/..`): what
+            // the server makes of it is unknown, so it cannot be judged as a path.
+            self.unjudgeable(
+                argument,
+                format!(
+                    "`{}` names a `{scheme}:` resource where a path is expected; it cannot be \
+                     checked as a file",
+                    s.escape_default()
+                ),
+            );
             return Ok(());
         }
         match hint {
             Hint::Path => {
+                if s.starts_with('~') && s != "~" && !s.starts_with("~/") {
+                    self.unjudgeable(
+                        argument,
+                        format!(
+                            "`{}` names another user's home directory, which is not checked",
+                            s.escape_default()
+                        ),
+                    );
+                    return Ok(());
+                }
                 self.push(self.file_kind, s.to_owned(), argument)?;
                 // Servers expand `~`; the checker judges the expanded form too.
                 if let Some(home) = self.home
@@ -220,6 +330,13 @@ impl Walk<'_> {
                 }
                 Ok(())
             }
+            Value::Object(_) | Value::Number(_) | Value::Bool(_) if hint == Hint::Path => {
+                self.unjudgeable(
+                    argument,
+                    format!("a path is expected here, not {}", kind_of(v)),
+                );
+                Ok(())
+            }
             Value::Object(map) => {
                 let props = schema.and_then(|s| s.get("properties"));
                 for (key, inner) in map {
@@ -244,6 +361,17 @@ impl Walk<'_> {
     }
 }
 
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Object(_) => "an object",
+        Value::Number(_) => "a number",
+        Value::Bool(_) => "a boolean",
+        Value::Array(_) => "an array",
+        Value::String(_) => "a string",
+        Value::Null => "null",
+    }
+}
+
 /// The file and network actions hidden in a call's `arguments`, judged against the tool's
 /// `inputSchema` when it has one. `read_only` (an `mcp_read`) makes paths `file_read`,
 /// otherwise `file_write` (the stricter check). `home` expands a leading `~`.
@@ -252,7 +380,7 @@ pub fn argument_targets(
     input_schema: Option<&Value>,
     read_only: bool,
     home: Option<&Path>,
-) -> Result<Vec<ArgTarget>, TooComplex> {
+) -> Result<ArgTargets, TooComplex> {
     let mut walk = Walk {
         file_kind: if read_only {
             ActionKind::FileRead
@@ -261,9 +389,13 @@ pub fn argument_targets(
         },
         home,
         out: Vec::new(),
+        unjudgeable: Vec::new(),
     };
     walk.value(arguments, input_schema, Hint::None, "", 0)?;
-    Ok(walk.out)
+    Ok(ArgTargets {
+        targets: walk.out,
+        unjudgeable: walk.unjudgeable,
+    })
 }
 
 #[cfg(test)]
@@ -274,6 +406,7 @@ mod tests {
     fn targets(args: Value, schema: Value, read_only: bool) -> Vec<(ActionKind, String, String)> {
         argument_targets(&args, Some(&schema), read_only, Some(Path::new("/home/u")))
             .expect("not too complex")
+            .targets
             .into_iter()
             .map(|t| (t.kind, t.target, t.argument))
             .collect()
@@ -354,16 +487,84 @@ mod tests {
         assert!(got.iter().any(|t| t.1 == "~/.aws/credentials"), "{got:?}");
     }
 
+    fn unjudged(args: Value) -> Vec<String> {
+        argument_targets(&args, None, true, Some(Path::new("/home/u")))
+            .expect("not too complex")
+            .unjudgeable
+            .into_iter()
+            .map(|u| u.argument)
+            .collect()
+    }
+
+    #[test]
+    fn a_path_argument_that_is_not_a_plain_path_is_never_skipped() {
+        // The red team's fail-opens: none may pass as "no target".
+        for v in [
+            json!("x://../../../../../../../etc/passwd"),
+            json!("s3://bucket/../../../../etc/passwd"),
+            json!("memory:notes"),
+            json!(" /etc/passwd"),
+            json!("/etc/passwd "),
+            json!("~root/.bashrc"),
+            json!("\\\\?\\/etc/passwd"),
+            json!("file://remotehost/etc/passwd"),
+            json!({"value": "/etc/passwd"}),
+            json!(7),
+            json!(true),
+        ] {
+            assert_eq!(unjudged(json!({"path": v})), ["path"], "{v}");
+            assert!(
+                targets(json!({"path": v}), json!({}), true).is_empty(),
+                "{v}"
+            );
+        }
+        // Null is an argument not given.
+        assert!(unjudged(json!({"path": null})).is_empty());
+    }
+
+    #[test]
+    fn every_form_of_file_uri_is_judged_as_its_path() {
+        for u in [
+            "file:/etc/passwd",
+            "FILE:/etc/passwd",
+            "file:///etc/passwd",
+            "file://localhost/etc/passwd",
+        ] {
+            let got = targets(json!({"path": u}), json!({}), true);
+            assert_eq!(
+                got,
+                vec![(ActionKind::FileRead, "/etc/passwd".into(), "path".into())],
+                "{u}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unhinted_value_that_looks_like_a_path_is_a_guessed_target() {
+        for (key, v) in [
+            ("target", "/etc/passwd"),
+            ("location", "../../etc/passwd"),
+            ("input", "./x"),
+            ("input", "a/../../etc/passwd"),
+            ("q", "~/.ssh/id_rsa"),
+            ("q", "file:/etc/passwd"),
+        ] {
+            let got = argument_targets(&json!({ key: v }), None, true, None).expect("simple");
+            assert!(
+                !got.targets.is_empty() && got.targets.iter().all(|t| t.guessed),
+                "{key}={v}: {got:?}"
+            );
+        }
+        let got = argument_targets(&json!({"target": "~root/x"}), None, true, None).expect("ok");
+        assert_eq!(got.unjudgeable.len(), 1);
+        // A hinted path is not a guess.
+        let got = argument_targets(&json!({"path": "/x"}), None, true, None).expect("ok");
+        assert!(!got.targets[0].guessed);
+    }
+
     #[test]
     fn plain_text_is_not_a_target_and_other_schemes_in_url_fields_are_checked() {
-        assert!(
-            targets(
-                json!({"content": "/etc/passwd is a file"}),
-                json!({}),
-                false
-            )
-            .is_empty()
-        );
+        assert!(targets(json!({"content": "the file /etc/passwd"}), json!({}), false).is_empty());
         let got = targets(json!({"url": "ftp://x/y"}), json!({}), true);
         assert_eq!(got[0].0, ActionKind::Network);
     }

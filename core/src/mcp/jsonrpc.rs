@@ -9,6 +9,8 @@ use serde_json::{Map, Value, json};
 pub const PARSE_ERROR: i64 = -32700;
 /// The message is not a valid request.
 pub const INVALID_REQUEST: i64 = -32600;
+/// The method does not exist (or is not forwarded).
+pub const METHOD_NOT_FOUND: i64 = -32601;
 /// The parameters are not valid.
 pub const INVALID_PARAMS: i64 = -32602;
 /// The proxy failed internally (the gate could not decide, the server is gone).

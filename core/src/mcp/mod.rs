@@ -17,6 +17,6 @@ mod jsonrpc;
 mod proxy;
 mod tools;
 
-pub use args::{ArgTarget, argument_targets};
+pub use args::{ArgTarget, ArgTargets, Unjudgeable, argument_targets};
 pub use proxy::{McpProxy, ProxyEnd, ProxyOptions};
 pub use tools::{ToolClass, ToolRegistry, definition_hash, valid_name};

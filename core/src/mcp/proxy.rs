@@ -6,9 +6,11 @@
 //! the other side never asked for, a line longer than the limit. When the server goes away,
 //! every request still waiting gets an error, so the client never hangs.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,8 +23,8 @@ use super::args::argument_targets;
 use super::jsonrpc::{self, Message, ParseError, id_key};
 use super::tools::{ToolRegistry, valid_name};
 use crate::action::{ActionKind, Effect};
-use crate::approval::Decision;
-use crate::audit::AuditStore;
+use crate::approval::{ApprovalResolution, Decision};
+use crate::audit::{AuditStore, StoredResolution};
 use crate::gate::{AlsoJudged, Authorization, Gate, ToolInvocation};
 use crate::verdict::{Reason, Verdict};
 
@@ -158,6 +160,8 @@ struct Decided {
     id: Value,
     line: String,
     outcome: Result<Authorization, String>,
+    /// Refused without deciding (too many deferred calls): the text of the result.
+    refused: Option<String>,
     target: String,
     kind: ActionKind,
 }
@@ -177,6 +181,10 @@ pub struct McpProxy<'g> {
     deciding: HashMap<String, Value>,
     /// Server requests forwarded to the client, by id key.
     server_pending: HashMap<String, Value>,
+    /// Deferred calls waiting on an approval.
+    deferred: Rc<Cell<usize>>,
+    /// The `capabilities` of the client's last `initialize` (none until it is sent).
+    client_capabilities: Value,
 }
 
 impl std::fmt::Debug for McpProxy<'_> {
@@ -192,6 +200,45 @@ impl std::fmt::Debug for McpProxy<'_> {
 struct Out {
     client: Vec<String>,
     server: Vec<String>,
+}
+
+/// A method as a lenient server may route it: trimmed of whitespace and control characters,
+/// ASCII case-folded.
+fn normalized_method(method: &str) -> String {
+    method
+        .trim_matches(|c: char| c.is_whitespace() || c.is_control())
+        .to_ascii_lowercase()
+}
+
+/// The client capability a server-to-client request needs (`sampling/createMessage` needs
+/// `sampling`); `None` for requests any client serves (`ping`). A near-miss spelling needs it
+/// too.
+fn client_capability_for(method: &str) -> Option<&'static str> {
+    let m = normalized_method(method);
+    [
+        ("sampling/", "sampling"),
+        ("elicitation/", "elicitation"),
+        ("roots/", "roots"),
+    ]
+    .into_iter()
+    .find(|(prefix, _)| m.starts_with(prefix))
+    .map(|(_, capability)| capability)
+}
+
+/// Most deferred calls one session keeps waiting on an approval at once; one more is
+/// refused (an `isError` result, its request cancelled) instead (red team F5).
+pub const MAX_DEFERRED_CALLS: usize = 8;
+
+/// The reason stored on a deferred call's request cancelled because too many were waiting.
+const TOO_MANY: &str = "too_many_pending_asks";
+
+/// Counts one deferred call while it waits; the count drops however the wait ends.
+struct Waiting(Rc<Cell<usize>>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
 }
 
 fn log(msg: &str) {
@@ -212,6 +259,8 @@ impl<'g> McpProxy<'g> {
             pending: HashMap::new(),
             deciding: HashMap::new(),
             server_pending: HashMap::new(),
+            deferred: Rc::new(Cell::new(0)),
+            client_capabilities: Value::Null,
         }
     }
 
@@ -374,6 +423,23 @@ impl<'g> McpProxy<'g> {
                     ));
                     return out;
                 }
+                if method != "tools/call" && normalized_method(&method) == "tools/call" {
+                    // A lenient server would run it as a call; it is never forwarded undecided.
+                    log(&format!(
+                        "refused the request `{}`, a near-miss spelling of tools/call",
+                        method.escape_default()
+                    ));
+                    out.client.push(jsonrpc::error_line(
+                        Some(&id),
+                        jsonrpc::METHOD_NOT_FOUND,
+                        &format!(
+                            "`{}` is not an MCP method (the method is `tools/call`); it was not \
+                             forwarded",
+                            method.escape_default()
+                        ),
+                    ));
+                    return out;
+                }
                 if method == "tools/call" {
                     let request = Message::Request {
                         id: id.clone(),
@@ -388,6 +454,13 @@ impl<'g> McpProxy<'g> {
                         Err(line) => out.client.push(line),
                     }
                     return out;
+                }
+                if method == "initialize" {
+                    self.client_capabilities = params
+                        .as_ref()
+                        .and_then(|p| p.get("capabilities"))
+                        .cloned()
+                        .unwrap_or(Value::Null);
                 }
                 let first_page = params
                     .as_ref()
@@ -410,7 +483,15 @@ impl<'g> McpProxy<'g> {
                 out.server.push(line);
             }
             Message::Notification { method, params } => {
-                if self.initialized {
+                if !method.starts_with("notifications/") {
+                    // A request without an id (`tools/call` as a notification) would be run
+                    // undecided by a server that ignores the id: only notifications pass.
+                    log(&format!(
+                        "dropped `{}` sent without an id: only `notifications/*` may be sent \
+                         without one",
+                        method.escape_default()
+                    ));
+                } else if self.initialized {
                     out.server
                         .push(Message::Notification { method, params }.to_line());
                 } else {
@@ -443,6 +524,32 @@ impl<'g> McpProxy<'g> {
         };
         match msg {
             Message::Request { id, method, params } => {
+                if let Some(capability) = client_capability_for(&method)
+                    && self
+                        .client_capabilities
+                        .get(capability)
+                        .is_none_or(Value::is_null)
+                {
+                    // The client never offered it: the server is answered, the client is not
+                    // asked (red team F3).
+                    log(&format!(
+                        "refused the server's `{}`: the client did not declare the `{capability}` \
+                         capability",
+                        method.escape_default()
+                    ));
+                    out.server.push(jsonrpc::error_line(
+                        Some(&id),
+                        jsonrpc::METHOD_NOT_FOUND,
+                        &format!("the client did not declare the `{capability}` capability"),
+                    ));
+                    return out;
+                }
+                if client_capability_for(&method).is_some() {
+                    log(&format!(
+                        "forwarded the server's `{}` request (id {id}) to the client",
+                        method.escape_default()
+                    ));
+                }
                 self.server_pending.insert(id_key(&id), id.clone());
                 out.client
                     .push(Message::Request { id, method, params }.to_line());
@@ -533,28 +640,48 @@ impl<'g> McpProxy<'g> {
             class.kind == ActionKind::McpRead,
             self.options.home.as_deref(),
         ) {
-            Ok(targets) => {
-                for t in targets {
+            Ok(found) => {
+                for t in found.targets {
                     let inv = ToolInvocation::new(t.kind, &t.target).with_tool(name);
                     let eval = self.gate.evaluate(&inv);
+                    let mut verdict = eval.verdict.clone();
+                    let guess = if t.guessed && verdict.effect == Effect::Deny {
+                        // Only the value looks like a path: a deny of it is an ask.
+                        verdict = Verdict::without_rule(Effect::Ask, MCP_LAYER, verdict.reason);
+                        ", which only looks like a path: ask"
+                    } else {
+                        ""
+                    };
                     also.push(AlsoJudged {
                         because: format!(
-                            "argument `{}`: {} `{}` is {} ({})",
+                            "argument `{}`: {} `{}` is {} ({}){guess}",
                             t.argument,
                             t.kind,
                             eval.target,
                             eval.verdict.effect,
                             eval.verdict.reason.as_str()
                         ),
-                        verdict: eval.verdict,
-                        fresh: false,
+                        // An argument's ask is answered fresh, never by a grant of the tool.
+                        fresh: verdict.effect == Effect::Ask,
+                        verdict,
+                    });
+                }
+                for u in found.unjudgeable {
+                    also.push(AlsoJudged {
+                        verdict: Verdict::without_rule(
+                            Effect::Ask,
+                            MCP_LAYER,
+                            Reason::InvalidTarget,
+                        ),
+                        because: format!("argument `{}`: {}", u.argument, u.why),
+                        fresh: true,
                     });
                 }
             }
             Err(too) => also.push(AlsoJudged {
                 verdict: Verdict::without_rule(Effect::Ask, MCP_LAYER, Reason::InvalidTarget),
                 because: too.0,
-                fresh: false,
+                fresh: true,
             }),
         }
         let mut inv = ToolInvocation::new(class.kind, target.clone()).with_tool(name);
@@ -566,15 +693,40 @@ impl<'g> McpProxy<'g> {
         let store = self.store.clone();
         let poll = self.options.poll;
         let kind = class.kind;
+        let deferred = self.deferred.clone();
         Ok(Box::pin(async move {
+            let mut refused = None;
             let outcome = match gate.authorize_also(&inv, &also).await {
                 Ok(Authorization::Deferred { request }) => match store {
-                    Some(store) => wait_and_resume(gate, store.as_ref(), &request.id, poll).await,
+                    Some(store) if deferred.get() >= MAX_DEFERRED_CALLS => {
+                        // Settled at once, so nobody is asked about it and it does not poll.
+                        let _ = store.resolve(
+                            &request.id,
+                            StoredResolution::new(ApprovalResolution::Cancelled, TOO_MANY),
+                        );
+                        log(&format!(
+                            "cancelled approval request {}: {MAX_DEFERRED_CALLS} calls are \
+                             waiting on an approval already",
+                            request.id
+                        ));
+                        refused = Some(format!(
+                            "Permission denied by turngate: too many pending approvals \
+                             ({MAX_DEFERRED_CALLS} calls of this session are waiting on one \
+                             already); this call did not run."
+                        ));
+                        Ok(Authorization::Deferred { request })
+                    }
+                    Some(store) => {
+                        deferred.set(deferred.get() + 1);
+                        let _waiting = Waiting(deferred);
+                        wait_and_resume(gate, store.as_ref(), &request.id, poll).await
+                    }
                     None => Ok(Authorization::Deferred { request }),
                 },
                 other => other.map_err(|e| e.to_string()),
             };
             Decided {
+                refused,
                 key,
                 id,
                 line,
@@ -589,6 +741,10 @@ impl<'g> McpProxy<'g> {
         let mut out = Out::default();
         if self.deciding.remove(&done.key).is_none() {
             // Answered already (the server went away while it was being decided).
+            return out;
+        }
+        if let Some(text) = done.refused {
+            out.client.push(jsonrpc::tool_error_line(&done.id, &text));
             return out;
         }
         match done.outcome {
