@@ -23,6 +23,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::test_user;
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_turngate")
 }
@@ -155,47 +158,6 @@ kind = "shell_command"
 effect = "allow"
 pattern = "*"
 "#;
-
-const USER: &str = "tgsbx";
-
-fn test_user() -> (u32, u32) {
-    // SAFETY: geteuid cannot fail.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "these tests create an unprivileged user and need root"
-    );
-    let id = |flag: &str| {
-        Command::new("id")
-            .args([flag, USER])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .and_then(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .trim()
-                    .parse::<u32>()
-                    .ok()
-            })
-    };
-    if id("-u").is_none() {
-        let status = Command::new("useradd")
-            .args([
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-                USER,
-            ])
-            .status()
-            .expect("useradd");
-        assert!(
-            status.success() || status.code() == Some(9),
-            "useradd {USER}: {status}"
-        );
-    }
-    (id("-u").expect("uid"), id("-g").expect("gid"))
-}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Who {

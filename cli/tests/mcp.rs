@@ -16,6 +16,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+mod common;
+use common::test_user;
+
 const SERVER: &str = include_str!("fixtures/mcp_server.py");
 const PYTHON: &str = "/usr/bin/python3";
 const WAIT: Duration = Duration::from_secs(30);
@@ -72,41 +75,6 @@ fn policy_allowing_the_server(dir: &Path) -> PathBuf {
     )
     .unwrap();
     p
-}
-
-/// The unprivileged test user's uid and gid, created on first use (the tests run as root),
-/// as in `namespace_layer.rs`: root and a normal user hit different kernel checks.
-fn test_user() -> (u32, u32) {
-    let id = |flag: &str| {
-        Command::new("id")
-            .args([flag, "tgsbx"])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .and_then(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .trim()
-                    .parse::<u32>()
-                    .ok()
-            })
-    };
-    if id("-u").is_none() {
-        let status = Command::new("useradd")
-            .args([
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-                "tgsbx",
-            ])
-            .status()
-            .expect("useradd");
-        assert!(
-            status.success() || status.code() == Some(9),
-            "useradd: {status}"
-        );
-    }
-    (id("-u").expect("uid"), id("-g").expect("gid"))
 }
 
 impl Wrap {

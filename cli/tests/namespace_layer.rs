@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::test_user;
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_turngate")
 }
@@ -65,49 +68,6 @@ for spec in sys.argv[1:]:
     except OSError as e:
         print("ERRNO", errno.errorcode.get(e.errno, e.errno))
 "#;
-
-const USER: &str = "tgsbx";
-
-/// The unprivileged test user's uid and gid, created on first use (the tests run as root).
-fn test_user() -> (u32, u32) {
-    // SAFETY: geteuid cannot fail.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "these tests create an unprivileged user and need root"
-    );
-    let id = |flag: &str| {
-        Command::new("id")
-            .args([flag, USER])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .and_then(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .trim()
-                    .parse::<u32>()
-                    .ok()
-            })
-    };
-    if id("-u").is_none() {
-        // Another test process may create it at the same time: "already exists" (9) is fine.
-        let status = Command::new("useradd")
-            .args([
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-                USER,
-            ])
-            .status()
-            .expect("useradd");
-        assert!(
-            status.success() || status.code() == Some(9),
-            "useradd {USER}: {status}"
-        );
-    }
-    (id("-u").expect("uid"), id("-g").expect("gid"))
-}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Who {

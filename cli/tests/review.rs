@@ -15,45 +15,11 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+mod common;
+use common::test_user;
+
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_turngate")
-}
-
-const USER: &str = "tgsbx";
-
-fn test_user() -> (u32, u32) {
-    // SAFETY: geteuid cannot fail.
-    assert_eq!(unsafe { libc::geteuid() }, 0, "these tests need root");
-    let id = |flag: &str| {
-        Command::new("id")
-            .args([flag, USER])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .and_then(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .trim()
-                    .parse::<u32>()
-                    .ok()
-            })
-    };
-    if id("-u").is_none() {
-        let status = Command::new("useradd")
-            .args([
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-                USER,
-            ])
-            .status()
-            .expect("useradd");
-        assert!(
-            status.success() || status.code() == Some(9),
-            "useradd: {status}"
-        );
-    }
-    (id("-u").expect("uid"), id("-g").expect("gid"))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
