@@ -327,10 +327,11 @@ async fn idle_watchdog(last: &AtomicU64, start: Instant, idle: Duration) {
     }
 }
 
-/// A tunnel between two TCP sockets that never copies through this process: each direction
+/// A tunnel between two TCP sockets that does not copy through this process: each direction
 /// `splice`s from one socket into a pipe and from the pipe into the other socket, so a
 /// download through the proxy costs the kernel's page moves, not two copies in and out of
-/// user space (DESIGN §13's throughput budget).
+/// user space (DESIGN §13's throughput budget); only a burst that can get no pipe (out of
+/// descriptors) is copied through a buffer.
 #[cfg(target_os = "linux")]
 mod splice {
     use std::io;
