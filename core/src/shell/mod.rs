@@ -132,6 +132,9 @@ pub fn is_injection_variable(name: &str) -> bool {
 pub fn parse_command_line(line: &str) -> ParsedCommandLine {
     let mut parsed = ParsedCommandLine::default();
     parse_into(line, 0, &mut parsed);
+    if reads_line_as_data(line) {
+        parsed.unresolved("line_as_data");
+    }
     if parsed.stores_data && parsed.arithmetic_reads_variable {
         parsed.unresolved("variable_in_arithmetic");
     }
@@ -148,6 +151,17 @@ pub fn parse_command_line(line: &str) -> ParsedCommandLine {
         parsed.unresolved("directory_change_before_redirect");
     }
     parsed
+}
+
+/// Bash's variables whose value is the command line itself, comments included: a line that
+/// names one can cut any text out of itself (`${BASH_EXECUTION_STRING##*#}`) and hand it to
+/// arithmetic, which runs the command substitutions of a subscript (red team 4 F1). The data
+/// is the line's own, so no word of it looks like stored data. Named anywhere, even in a
+/// string, it is unresolved: a name can reach `${!name}` or `declare -n`.
+fn reads_line_as_data(line: &str) -> bool {
+    ["BASH_EXECUTION_STRING", "BASH_COMMAND"]
+        .iter()
+        .any(|name| line.contains(name))
 }
 
 fn basename(program: &str) -> &str {
@@ -272,6 +286,9 @@ impl Walker<'_, '_> {
         if node.is_error() || node.is_missing() {
             self.out.unresolved("parse_error");
         }
+        if node.is_named() && node.child_count() == 0 {
+            self.opaque_leaf(node);
+        }
         match node.kind() {
             "command" => self.command(node),
             "command_substitution" => self.out.unresolved("command_substitution"),
@@ -342,6 +359,42 @@ impl Walker<'_, '_> {
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
             self.walk(child, level + 1);
+        }
+    }
+
+    /// A leaf whose text bash may still expand. tree-sitter gives some operands as opaque
+    /// text: the pattern of `${v#PAT}`, `${v%PAT}`, `${v^PAT}`, `${v,PAT}` (and their doubled
+    /// forms) and the regex of `[[ x =~ RE ]]`. Bash expands them, command substitutions
+    /// included, so a substitution in such a leaf is reported as one (red team 4 F0). Single
+    /// quotes, `$'…'` and comments are never expanded; a here-document body is judged apart.
+    fn opaque_leaf(&mut self, node: Node<'_>) {
+        if matches!(
+            node.kind(),
+            "comment"
+                | "raw_string"
+                | "ansi_c_string"
+                | "heredoc_body"
+                | "heredoc_content"
+                | "heredoc_start"
+                | "heredoc_end"
+        ) {
+            return;
+        }
+        let t = self.text(node);
+        let (substitution, process, expansion) = (
+            t.contains("$(") || t.contains('`'),
+            t.contains("<(") || t.contains(">("),
+            t.contains("${"),
+        );
+        if substitution {
+            self.out.unresolved("command_substitution");
+        }
+        if process {
+            self.out.unresolved("process_substitution");
+        }
+        if expansion && matches!(node.kind(), "regex" | "extglob_pattern") {
+            // A nested `${…}` the walker cannot see (`${x@P}` in a pattern).
+            self.out.unresolved("opaque_expansion");
         }
     }
 
