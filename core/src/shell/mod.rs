@@ -120,10 +120,100 @@ const RESERVED: &[&str] = &[
     "done", "in", "function", "time", "coproc", "{", "}", "!", "[[", "]]",
 ];
 
-/// Names whose assignment changes which program runs or injects code into it.
+/// Names whose assignment changes which program runs or injects code into it: the env
+/// checker's injection names, and those that are harmless inherited but not when the line
+/// itself sets them ([`LINE_INJECTION_NAMES`]).
 pub fn is_injection_variable(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
     crate::check::env::injection_reason(name).is_some()
+        || LINE_INJECTION_NAMES.contains(&upper.as_str())
 }
+
+/// Variables a command inherits as a matter of course (so the env checker keeps them), but
+/// whose value *set by the line* points a program at configuration the command may have
+/// written, and configuration can run programs: `HOME=. git status` reads `./.gitconfig`
+/// with its `core.fsmonitor` (red team 4 F7). Also bash's own tables, whose assignment
+/// replaces what a command name runs (`BASH_CMDS[ls]=/bin/sh`, F9).
+pub const LINE_INJECTION_NAMES: &[&str] = &[
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_CONFIG_DIRS",
+    "XDG_DATA_HOME",
+    "XDG_DATA_DIRS",
+    "GIT_DIR",
+    "GIT_COMMON_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    "TAR_OPTIONS",
+    "WGETRC",
+    "CURL_HOME",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "RUSTFLAGS",
+    "CARGO_ENCODED_RUSTFLAGS",
+    "GOFLAGS",
+    "GOROOT",
+    "GOTOOLCHAIN",
+    "CC",
+    "CXX",
+    "LD",
+    "AR",
+    "CPP",
+    "CFLAGS",
+    "CXXFLAGS",
+    "LDFLAGS",
+    "MAKEFLAGS",
+    "MAKEFILES",
+    "MFLAGS",
+    "SHELL",
+    "ENV",
+    "ZDOTDIR",
+    "INPUTRC",
+    "PIP_CONFIG_FILE",
+    "PYTHONUSERBASE",
+    "PYTHONHOME",
+    "NODE_PATH",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "GEM_HOME",
+    "GEM_PATH",
+    "BUNDLE_GEMFILE",
+    "VIMINIT",
+    "EXINIT",
+    "MYVIMRC",
+    "LESSKEY",
+    "SYSTEMD_PAGER",
+    "SYSTEMD_EDITOR",
+    "GNUPGHOME",
+    "DOCKER_CONFIG",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "BOTO_CONFIG",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "GIT_ASKPASS",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_EXEC_PATH",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_PROXY_COMMAND",
+    "GIT_CONFIG",
+    "BASH_CMDS",
+    "BASH_ALIASES",
+    "BASH_LOADABLES_PATH",
+    "BASH_XTRACEFD",
+    "EXECIGNORE",
+    "CDPATH",
+];
 
 /// Parse a command line.
 ///
