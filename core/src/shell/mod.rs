@@ -133,7 +133,8 @@ pub fn is_injection_variable(name: &str) -> bool {
 /// whose value *set by the line* points a program at configuration the command may have
 /// written, and configuration can run programs: `HOME=. git status` reads `./.gitconfig`
 /// with its `core.fsmonitor` (red team 4 F7). Also bash's own tables, whose assignment
-/// replaces what a command name runs (`BASH_CMDS[ls]=/bin/sh`, F9).
+/// replaces what a command name runs (`BASH_CMDS[ls]=/bin/sh`, F9). Build flags (`CC`,
+/// `RUSTFLAGS`, `MAKEFLAGS`) are not listed: a build tool runs the workspace's code anyway.
 pub const LINE_INJECTION_NAMES: &[&str] = &[
     "HOME",
     "XDG_CONFIG_HOME",
@@ -155,22 +156,8 @@ pub const LINE_INJECTION_NAMES: &[&str] = &[
     "CARGO_HOME",
     "RUSTUP_HOME",
     "RUSTUP_TOOLCHAIN",
-    "RUSTFLAGS",
-    "CARGO_ENCODED_RUSTFLAGS",
-    "GOFLAGS",
     "GOROOT",
     "GOTOOLCHAIN",
-    "CC",
-    "CXX",
-    "LD",
-    "AR",
-    "CPP",
-    "CFLAGS",
-    "CXXFLAGS",
-    "LDFLAGS",
-    "MAKEFLAGS",
-    "MAKEFILES",
-    "MFLAGS",
     "SHELL",
     "ENV",
     "ZDOTDIR",
