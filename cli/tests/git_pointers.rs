@@ -3,6 +3,8 @@
 //! status` to a config with `core.fsmonitor` it had written: code outside the sandbox (red
 //! team 4 F4). Real children, as root and as the unprivileged test user.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
