@@ -212,7 +212,7 @@ pub enum GateError {
     },
     /// An `allow_once` approval was already spent: its action ran once.
     #[error(
-        "already_used: approval request `{0}` was allow_once and its action already ran; ask again to run it again"
+        "already_used: approval request `{0}` was approved and its action already ran; ask again to run it again"
     )]
     AlreadyUsed(String),
     /// The request is not approved (pending, denied, cancelled, expired).
@@ -1114,9 +1114,11 @@ impl Gate {
     /// exactly as shown, is re-checked under the request's stored snapshot intersected with
     /// this gate's (never wider than either).
     ///
-    /// An `allow_once` approval is spent here, atomically in the store: the caller must
-    /// perform the returned action now; a second `resume` of the same request is
-    /// [`GateError::AlreadyUsed`]. An `allow_for_turn` approval is valid only in its own turn.
+    /// The approval of the request's own action is spent here, atomically in the store: the
+    /// caller must perform the returned action now; a second `resume` of the same request
+    /// is [`GateError::AlreadyUsed`], `allow_once` or `allow_for_turn` (whose grant still
+    /// answers the turn's later matching actions). An `allow_for_turn` approval is valid
+    /// only in its own turn.
     /// For a shell command use [`Gate::resume_spawn`], which also runs it under the stored
     /// snapshot's sandbox. A request whose command was to run with reviewable writes is
     /// [`GateError::ReviewRequired`] here (its caller would run it directly).
@@ -1214,7 +1216,7 @@ impl Gate {
             // The grant holds for the rest of the turn, live: the same action asks no more.
             self.grant_for_turn(stored.request.scope_hash.clone());
         }
-        if resolution == Some(ApprovalResolution::AllowOnce) {
+        if resolution.is_some() {
             match self.store.consume(request_id)? {
                 Consumed::Spent => {}
                 Consumed::AlreadyUsed => {
@@ -1233,12 +1235,12 @@ impl Gate {
                     })?;
                     return Err(GateError::AlreadyUsed(request_id.to_owned()));
                 }
-                // The row said allow_once a moment ago; anything else now means the store
+                // The row said approved a moment ago; anything else now means the store
                 // changed underneath: refuse.
-                Consumed::ForTurn | Consumed::NotApproved => {
+                Consumed::NotApproved => {
                     return Err(GateError::NotApproved {
                         request: request_id.to_owned(),
-                        state: "no longer an unspent allow_once".to_owned(),
+                        state: "no longer an unspent approval".to_owned(),
                     });
                 }
             }

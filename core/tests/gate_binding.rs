@@ -342,7 +342,18 @@ async fn an_allow_for_turn_approval_is_valid_only_in_its_turn() {
         Arc::new(DenyAll),
     );
     ran(own.run_approved(&id).await.unwrap());
-    ran(own.run_approved(&id).await.unwrap());
+    assert_eq!(lines(&log), 1);
+    // The stored request's own action runs once, however often it is resumed (red team 4
+    // F8: three more `approvals resume` ran it three more times, after its turn ended).
+    assert!(matches!(
+        own.run_approved(&id).await,
+        Err(GateError::AlreadyUsed(_))
+    ));
+    assert_eq!(lines(&log), 1, "a second resume ran the action again");
+    // The grant itself holds in its turn: the same command, asked again, runs from it
+    // without a prompt (the approver here denies everything).
+    let line = format!("sh -c 'echo x >> {}'", log.display());
+    ran(own.spawn(&shell(&line)).await.unwrap());
     assert_eq!(lines(&log), 2, "allow_for_turn stays valid in its turn");
 }
 

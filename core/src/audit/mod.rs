@@ -306,12 +306,11 @@ impl StoredResolution {
 /// What [`AuditStore::consume`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Consumed {
-    /// This call spent the `allow_once` approval: run its action now, exactly once.
+    /// This call spent the approval of the request's own action: run it now, exactly once.
     Spent,
-    /// The `allow_once` approval was spent earlier (by this or another process).
+    /// The request's action already ran through an earlier resume (by this or another
+    /// process).
     AlreadyUsed,
-    /// The request is resolved `allow_for_turn`: valid for its turn, never spent.
-    ForTurn,
     /// The request is unresolved, or resolved as something other than an approval.
     NotApproved,
 }
@@ -408,9 +407,11 @@ pub trait AuditStore: Send + Sync + fmt::Debug {
         resolution: StoredResolution,
     ) -> Result<(StoredResolution, bool), AuditError>;
 
-    /// Spend an `allow_once` approval, atomically: of any number of racing callers (threads or
-    /// processes on one store), exactly one gets [`Consumed::Spent`]; the rest get
-    /// [`Consumed::AlreadyUsed`]. An `allow_for_turn` approval is never spent.
+    /// Spend an approved request's own action, atomically: of any number of racing callers
+    /// (threads or processes on one store), exactly one gets [`Consumed::Spent`]; the rest
+    /// get [`Consumed::AlreadyUsed`]. `allow_for_turn` is spent the same way: its grant
+    /// answers the turn's *later* matching actions live, but the stored request's action
+    /// runs once, however often it is resumed (red team 4 F8).
     fn consume(&self, request_id: &str) -> Result<Consumed, AuditError>;
 
     /// The directory holding the store's files on this machine, when it is a local file (the

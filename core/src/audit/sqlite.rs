@@ -610,7 +610,8 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, now_us: i64) -> Result<Reply, 
             let spent = tx
                 .prepare_cached(
                     "UPDATE approvals SET used_at_ms = ?2
-                     WHERE request_id = ?1 AND resolution = 'allow_once' AND used_at_ms IS NULL",
+                     WHERE request_id = ?1 AND resolution IN ('allow_once', 'allow_for_turn')
+                       AND used_at_ms IS NULL",
                 )?
                 .execute(params![id, now_ms])?;
             if spent == 1 {
@@ -624,11 +625,8 @@ fn apply(tx: &rusqlite::Transaction<'_>, op: &Op, now_us: i64) -> Result<Reply, 
                 .optional()?;
             match row {
                 None => Err(rusqlite::Error::QueryReturnedNoRows),
-                Some((Some(r), Some(_))) if r == "allow_once" => {
+                Some((Some(r), Some(_))) if r == "allow_once" || r == "allow_for_turn" => {
                     Ok(Reply::Consumed(Consumed::AlreadyUsed))
-                }
-                Some((Some(r), _)) if r == "allow_for_turn" => {
-                    Ok(Reply::Consumed(Consumed::ForTurn))
                 }
                 Some(_) => Ok(Reply::Consumed(Consumed::NotApproved)),
             }
