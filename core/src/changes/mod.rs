@@ -1035,4 +1035,21 @@ mod tests {
         let store = ChangeStore::new("/nonexistent");
         assert!(matches!(store.get("../etc"), Err(ChangeError::BadId(_))));
     }
+
+    /// Off Linux nothing of a review happens: no directory is created, apply and discard
+    /// refuse with the same code as a Linux machine without overlayfs.
+    #[cfg(not(target_os = "linux"))]
+    #[test]
+    fn review_is_refused_off_linux() {
+        let dir = std::env::temp_dir().join(format!("tg-changes-{}", new_id()));
+        let store = ChangeStore::new(&dir);
+        let begun = store.begin(std::slice::from_ref(&dir));
+        assert!(matches!(&begun, Err(e) if e.code() == "unavailable"), "{begun:?}");
+        assert!(!dir.exists());
+        let applied = store.apply("cs-1", &ApplyOptions::default(), None);
+        assert!(matches!(applied, Err(ChangeError::Unavailable(_))));
+        let discarded = store.discard("cs-1", None, None);
+        assert!(matches!(discarded, Err(ChangeError::Unavailable(_))));
+        assert!(matches!(store.discard("../x", None, None), Err(ChangeError::BadId(_))));
+    }
 }

@@ -1091,3 +1091,18 @@ impl ProcessRunner {
         )))
     }
 }
+
+#[cfg(all(test, windows))]
+mod windows_tests {
+    use super::*;
+
+    /// No command runs on Windows, with or without a sandbox.
+    #[test]
+    fn every_run_is_refused() {
+        let runner = ProcessRunner::native();
+        let plain = runner.run_blocking(ProcessRequest::new(["cmd.exe", "/c", "echo hi"], "."));
+        assert!(matches!(plain, Err(RunError::Unsupported(_))), "{plain:?}");
+        assert!(StdioPipes::new().is_err());
+    }
+}
+
