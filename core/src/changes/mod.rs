@@ -1044,12 +1044,18 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tg-changes-{}", new_id()));
         let store = ChangeStore::new(&dir);
         let begun = store.begin(std::slice::from_ref(&dir));
-        assert!(matches!(&begun, Err(e) if e.code() == "unavailable"), "{begun:?}");
+        assert!(
+            matches!(&begun, Err(e) if e.code() == "unavailable"),
+            "{begun:?}"
+        );
         assert!(!dir.exists());
         let applied = store.apply("cs-1", &ApplyOptions::default(), None);
         assert!(matches!(applied, Err(ChangeError::Unavailable(_))));
         let discarded = store.discard("cs-1", None, None);
         assert!(matches!(discarded, Err(ChangeError::Unavailable(_))));
-        assert!(matches!(store.discard("../x", None, None), Err(ChangeError::BadId(_))));
+        assert!(matches!(
+            store.discard("../x", None, None),
+            Err(ChangeError::BadId(_))
+        ));
     }
 }

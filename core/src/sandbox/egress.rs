@@ -681,6 +681,7 @@ mod tests {
         ((far_client, client), (upstream, far_server))
     }
 
+    #[cfg(target_os = "linux")]
     fn pattern(len: usize, seed: u8) -> Vec<u8> {
         (0..len)
             .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))

@@ -1105,4 +1105,3 @@ mod windows_tests {
         assert!(StdioPipes::new().is_err());
     }
 }
-
