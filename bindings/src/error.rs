@@ -216,7 +216,11 @@ impl From<RunError> for TurnGateError {
     fn from(e: RunError) -> Self {
         let message = e.to_string();
         match e {
-            RunError::Sandbox(_) => TurnGateError::SandboxUnavailable { message },
+            // No runner on this platform (Windows): the same class as a missing sandbox, so a
+            // client that handles one refuses the other.
+            RunError::Sandbox(_) | RunError::Unsupported(_) => {
+                TurnGateError::SandboxUnavailable { message }
+            }
             _ => TurnGateError::Run { message },
         }
     }

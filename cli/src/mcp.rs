@@ -176,6 +176,35 @@ fn wrap(args: &WrapArgs) -> Result<u8, CliError> {
     result
 }
 
+/// The server's stdin and stdout: the child's ends, and this process's (write, read) ends.
+#[cfg(unix)]
+fn server_pipes() -> Result<
+    (
+        StdioPipes,
+        tokio::net::unix::pipe::Sender,
+        tokio::net::unix::pipe::Receiver,
+    ),
+    CliError,
+> {
+    let (child, to_server, from_server) =
+        StdioPipes::new().map_err(|e| CliError(format!("pipes for the server: {e}")))?;
+    let to_server = tokio::net::unix::pipe::Sender::from_owned_fd(to_server)
+        .map_err(|e| CliError(format!("the server's stdin: {e}")))?;
+    let from_server = tokio::net::unix::pipe::Receiver::from_owned_fd(from_server)
+        .map_err(|e| CliError(format!("the server's stdout: {e}")))?;
+    Ok((child, to_server, from_server))
+}
+
+/// Refused on Windows: turngate cannot run a command there yet (ADR 0021).
+#[cfg(windows)]
+fn server_pipes() -> Result<(StdioPipes, tokio::io::Sink, tokio::io::Empty), CliError> {
+    Err(CliError(
+        "turngate mcp wrap cannot start a server on Windows: turngate has no process runner \
+         there yet; nothing was run"
+            .into(),
+    ))
+}
+
 async fn serve(
     gate: &Gate,
     store: Arc<dyn AuditStore>,
@@ -183,12 +212,7 @@ async fn serve(
     command: &[String],
     report: Option<&std::path::Path>,
 ) -> Result<u8, CliError> {
-    let (child, to_server, from_server) =
-        StdioPipes::new().map_err(|e| CliError(format!("pipes for the server: {e}")))?;
-    let to_server = tokio::net::unix::pipe::Sender::from_owned_fd(to_server)
-        .map_err(|e| CliError(format!("the server's stdin: {e}")))?;
-    let from_server = tokio::net::unix::pipe::Receiver::from_owned_fd(from_server)
-        .map_err(|e| CliError(format!("the server's stdout: {e}")))?;
+    let (child, to_server, from_server) = server_pipes()?;
     let inv = ToolInvocation::new(ActionKind::ShellCommand, session::command_line(command))
         .with_tool("turngate mcp wrap");
     let spawn = gate.spawn_server(&inv, child);

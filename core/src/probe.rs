@@ -128,6 +128,7 @@ mod imp {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    #[cfg(target_os = "linux")]
     use super::*;
 
     #[test]

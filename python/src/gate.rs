@@ -149,21 +149,20 @@ fn denied_err(d: DenialRecord) -> PyErr {
 
 fn open_out(py: Python<'_>, o: OpenRecord, mode: &str) -> PyResult<Py<PyAny>> {
     match o {
+        #[cfg(unix)]
         OpenRecord::Opened(file) => {
-            #[cfg(unix)]
-            let fd = {
-                use std::os::fd::IntoRawFd;
-                file.into_raw_fd()
-            };
-            #[cfg(not(unix))]
-            let fd: i32 = {
-                drop(file);
-                return Err(InvalidInput::new_err(
-                    "race-free opens need a Unix platform",
-                ));
-            };
+            use std::os::fd::IntoRawFd;
+            let fd = file.into_raw_fd();
             let os = py.import(intern!(py, "os"))?;
             Ok(os.call_method1(intern!(py, "fdopen"), (fd, mode))?.unbind())
+        }
+        #[cfg(not(unix))]
+        OpenRecord::Opened(file) => {
+            let _ = (py, mode);
+            drop(file);
+            Err(InvalidInput::new_err(
+                "race-free opens need a Unix platform",
+            ))
         }
         OpenRecord::Denied(d) => Err(denied_err(*d)),
     }

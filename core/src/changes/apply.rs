@@ -11,23 +11,16 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::scan::{self, hex, state_at};
-use super::{Change, ChangeError, ChangeKind, ChangeSet, EntryType, PathState, RefusedPath, fsx};
+use super::{
+    ApplyOptions, Change, ChangeError, ChangeKind, ChangeSet, EntryType, PathState, RefusedPath,
+    applied_mode, fsx,
+};
 use crate::action::{ActionKind, Effect};
 use crate::gate::{ToolInvocation, evaluate};
 use crate::protocol::TurnExecutionSecuritySnapshot;
 
 const RENAME_NOREPLACE: u32 = 1;
 const RENAME_EXCHANGE: u32 = 2;
-
-/// How to apply.
-#[derive(Debug, Clone, Default)]
-pub struct ApplyOptions {
-    /// Apply paths the file policy would ask about (the person applying is the one who
-    /// approves them). Denied paths are refused regardless.
-    pub confirm_asks: bool,
-    /// Who applies (recorded with the change set and in the audit row).
-    pub by: Option<String>,
-}
 
 fn io(what: impl Into<String>, e: std::io::Error) -> ChangeError {
     ChangeError::io(what, e)
@@ -290,14 +283,6 @@ impl Applier<'_> {
             };
         }
     }
-}
-
-/// The mode apply gives a path the command set to `mode`: without setuid, setgid, the sticky
-/// bit and write for others (apply may run as a more privileged user than the command did, and
-/// must not leave a world-writable file or directory in the workspace). The change set keeps
-/// the mode the command asked for.
-pub fn applied_mode(mode: u32) -> u32 {
-    mode & 0o0775
 }
 
 fn safe_mode(mode: u32) -> u32 {

@@ -14,22 +14,61 @@
 //! - `snapshot.json`: the turn's snapshot, whose file policy `apply` re-checks against;
 //! - `upper/<n>`, `work/<n>`: the overlay of root `n` (removed on apply and discard);
 //! - `lock`: taken (`flock`) by apply and discard, so two processes cannot both proceed.
+//!
+//! Off Linux the types and `list`/`get` compile and work, but `begin`, `apply` and `discard`
+//! refuse with [`ChangeError::Unavailable`]: the run, the scan of the upper directories and
+//! the descriptor-based apply need overlayfs, `openat2` and `renameat2` (ADR 0021).
 
+#[cfg(target_os = "linux")]
 mod apply;
+#[cfg(target_os = "linux")]
 mod fsx;
+#[cfg(target_os = "linux")]
 mod scan;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::audit::{AuditEventKind, AuditStore, TurnPermissionAuditEvent};
+use crate::audit::AuditStore;
+#[cfg(target_os = "linux")]
+use crate::audit::{AuditEventKind, TurnPermissionAuditEvent};
 use crate::protocol::TurnExecutionSecuritySnapshot;
 use crate::sandbox::ReviewLayer;
 
-pub use apply::{ApplyOptions, applied_mode};
+/// How to apply.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyOptions {
+    /// Apply paths the file policy would ask about (the person applying is the one who
+    /// approves them). Denied paths are refused regardless.
+    pub confirm_asks: bool,
+    /// Who applies (recorded with the change set and in the audit row).
+    pub by: Option<String>,
+}
+
+/// The mode apply gives a path the command set to `mode`: without setuid, setgid, the sticky
+/// bit and write for others (apply may run as a more privileged user than the command did, and
+/// must not leave a world-writable file or directory in the workspace). The change set keeps
+/// the mode the command asked for.
+pub fn applied_mode(mode: u32) -> u32 {
+    mode & 0o0775
+}
+
+/// Lower-case hex of `bytes`.
+#[cfg(target_os = "linux")]
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Why reviewable writes are refused on this platform (every platform but Linux).
+#[cfg(not(target_os = "linux"))]
+fn unavailable_here() -> ChangeError {
+    ChangeError::Unavailable(format!(
+        "reviewable writes need overlayfs in a user namespace (Linux); this is {}",
+        std::env::consts::OS
+    ))
+}
 
 /// What happened to one path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -406,6 +445,7 @@ pub struct ChangeStore {
 pub struct Review {
     id: String,
     dir: PathBuf,
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     roots: Vec<ReviewRoot>,
     layers: Vec<ReviewLayer>,
 }
@@ -419,6 +459,7 @@ fn valid_id(id: &str) -> bool {
         && id.len() > 3
 }
 
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn new_id() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -436,7 +477,9 @@ fn new_id() -> String {
 
 /// Write `bytes` to `path` atomically (a temporary file in the same directory, fsync,
 /// rename), mode 0600.
+#[cfg(target_os = "linux")]
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ChangeError> {
+    use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
     let mut file = std::fs::OpenOptions::new()
@@ -481,19 +524,14 @@ impl ChangeStore {
     /// Start a review of `roots` (the writable roots of the turn): probe that an overlay can
     /// be mounted here, create the change set's directory and one overlay layer per root.
     /// Refused (never unreviewed) where overlayfs in a user namespace is unavailable.
+    #[cfg(target_os = "linux")]
     pub fn begin(&self, roots: &[PathBuf]) -> Result<Review, ChangeError> {
-        if !cfg!(target_os = "linux") {
-            return Err(ChangeError::Unavailable(
-                "reviewable writes need overlayfs in a user namespace (Linux)".into(),
-            ));
-        }
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&self.dir)
             .map_err(|e| ChangeError::io(format!("create {}", self.dir.display()), e))?;
-        #[cfg(target_os = "linux")]
         probe_cached(&self.dir).map_err(ChangeError::Unavailable)?;
         if roots.is_empty() {
             return Err(ChangeError::Unavailable(
@@ -532,6 +570,12 @@ impl ChangeStore {
             review.layers.push(ReviewLayer { root, upper, work });
         }
         Ok(review)
+    }
+
+    /// Start a review: refused here, reviewable writes are Linux-only. Nothing is created.
+    #[cfg(not(target_os = "linux"))]
+    pub fn begin(&self, _roots: &[PathBuf]) -> Result<Review, ChangeError> {
+        Err(unavailable_here())
     }
 
     /// Every change set, oldest first.
@@ -580,16 +624,19 @@ impl ChangeStore {
         Ok(set)
     }
 
+    #[cfg(target_os = "linux")]
     fn snapshot(&self, id: &str) -> Result<TurnExecutionSecuritySnapshot, ChangeError> {
         parse_snapshot(id, &self.snapshot_bytes(id)?)
     }
 
+    #[cfg(target_os = "linux")]
     fn snapshot_bytes(&self, id: &str) -> Result<Vec<u8>, ChangeError> {
         let path = self.set_dir(id)?.join("snapshot.json");
         std::fs::read(&path).map_err(|e| ChangeError::io(format!("read {}", path.display()), e))
     }
 
     /// Take the change set's lock (non-blocking) and re-read it: it must still be pending.
+    #[cfg(target_os = "linux")]
     fn lock_pending(&self, id: &str) -> Result<(std::fs::File, ChangeSet), ChangeError> {
         use std::os::fd::AsRawFd;
         let dir = self.set_dir(id)?;
@@ -619,6 +666,7 @@ impl ChangeStore {
         Ok((lock, set))
     }
 
+    #[cfg(target_os = "linux")]
     fn save(&self, set: &ChangeSet) -> Result<(), ChangeError> {
         let dir = self.set_dir(&set.id)?;
         let json = serde_json::to_vec_pretty(set).map_err(|e| ChangeError::Corrupt {
@@ -629,6 +677,7 @@ impl ChangeStore {
         write_atomic(&dir.join("manifest.json"), &json)
     }
 
+    #[cfg(target_os = "linux")]
     fn drop_layers(&self, id: &str) -> Result<(), ChangeError> {
         let dir = self.set_dir(id)?;
         for sub in ["upper", "work"] {
@@ -647,6 +696,7 @@ impl ChangeStore {
     /// the whole set and names the paths), then staged and moved in place through
     /// descriptors, never following a symlink. A failure while moving undoes what was moved.
     /// Recorded in `audit` (applied, or refused with the reason) when one is given.
+    #[cfg(target_os = "linux")]
     pub fn apply(
         &self,
         id: &str,
@@ -694,6 +744,7 @@ impl ChangeStore {
 
     /// Discard change set `id`: its upper directories are removed; the workspace was never
     /// touched. Recorded in `audit` when one is given.
+    #[cfg(target_os = "linux")]
     pub fn discard(
         &self,
         id: &str,
@@ -715,8 +766,34 @@ impl ChangeStore {
         }
         Ok(set)
     }
+
+    /// Apply a change set: refused here (reviewable writes are Linux-only); nothing is read
+    /// from the change set and nothing in the workspace changes.
+    #[cfg(not(target_os = "linux"))]
+    pub fn apply(
+        &self,
+        id: &str,
+        _options: &ApplyOptions,
+        _audit: Option<&dyn AuditStore>,
+    ) -> Result<ChangeSet, ChangeError> {
+        self.set_dir(id)?;
+        Err(unavailable_here())
+    }
+
+    /// Discard a change set: refused here (reviewable writes are Linux-only).
+    #[cfg(not(target_os = "linux"))]
+    pub fn discard(
+        &self,
+        id: &str,
+        _by: Option<&str>,
+        _audit: Option<&dyn AuditStore>,
+    ) -> Result<ChangeSet, ChangeError> {
+        self.set_dir(id)?;
+        Err(unavailable_here())
+    }
 }
 
+#[cfg(target_os = "linux")]
 fn parse_snapshot(id: &str, bytes: &[u8]) -> Result<TurnExecutionSecuritySnapshot, ChangeError> {
     serde_json::from_slice(bytes).map_err(|e| ChangeError::Corrupt {
         id: id.to_owned(),
@@ -726,11 +803,13 @@ fn parse_snapshot(id: &str, bytes: &[u8]) -> Result<TurnExecutionSecuritySnapsho
 }
 
 /// The prefix of the seal in a `changes_recorded` event's `reason`.
+#[cfg(target_os = "linux")]
 const SEAL_PREFIX: &str = "sealed sha256:";
 
 /// What binds a change set to its audit row: SHA-256 over the manifest's immutable part (id,
 /// turn, command, roots, changes with the workspace states, upper digest) and the stored
 /// snapshot's exact bytes. Status and resolution fields are left out (they change on apply).
+#[cfg(target_os = "linux")]
 fn seal(set: &ChangeSet, snapshot_json: &[u8]) -> Result<String, ChangeError> {
     use sha2::Digest;
     #[derive(Serialize)]
@@ -769,6 +848,7 @@ fn seal(set: &ChangeSet, snapshot_json: &[u8]) -> Result<String, ChangeError> {
 
 /// The change set's manifest and snapshot must be the ones its `changes_recorded` row sealed:
 /// exactly one such row for the id in the turn, with an equal seal. Anything else is tampering.
+#[cfg(target_os = "linux")]
 fn verify_seal(
     audit: &dyn AuditStore,
     set: &ChangeSet,
@@ -805,6 +885,7 @@ fn verify_seal(
     Ok(())
 }
 
+#[cfg(target_os = "linux")]
 fn refused_event(
     set: &ChangeSet,
     snapshot: &TurnExecutionSecuritySnapshot,
@@ -819,6 +900,7 @@ fn refused_event(
 }
 
 /// An audit event about change set `set`: `request_key` is its id, `target` its summary.
+#[cfg(target_os = "linux")]
 fn audit_event(
     set: &ChangeSet,
     snapshot: &TurnExecutionSecuritySnapshot,
@@ -864,6 +946,7 @@ impl Review {
 
     /// The run ended: read the upper directories into a change set and persist it (with the
     /// snapshot `apply` will re-check against). Recorded in `audit` when one is given.
+    #[cfg(target_os = "linux")]
     pub fn finish(
         self,
         turn_id: &str,
@@ -908,9 +991,25 @@ impl Review {
         Ok(set)
     }
 
+    /// The run ended: refused here (a [`Review`] is only made on Linux).
+    #[cfg(not(target_os = "linux"))]
+    pub fn finish(
+        self,
+        _turn_id: &str,
+        _command: &str,
+        _snapshot: &TurnExecutionSecuritySnapshot,
+        _exit_code: Option<i32>,
+        _audit: Option<&dyn AuditStore>,
+    ) -> Result<ChangeSet, ChangeError> {
+        Err(unavailable_here())
+    }
+
     /// The run did not happen (the sandbox refused it): remove what `begin` created.
     pub fn abandon(self) {
+        #[cfg(target_os = "linux")]
         let _ = fsx::remove_tree(&self.dir);
+        #[cfg(not(target_os = "linux"))]
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -935,5 +1034,28 @@ mod tests {
         }
         let store = ChangeStore::new("/nonexistent");
         assert!(matches!(store.get("../etc"), Err(ChangeError::BadId(_))));
+    }
+
+    /// Off Linux nothing of a review happens: no directory is created, apply and discard
+    /// refuse with the same code as a Linux machine without overlayfs.
+    #[cfg(not(target_os = "linux"))]
+    #[test]
+    fn review_is_refused_off_linux() {
+        let dir = std::env::temp_dir().join(format!("tg-changes-{}", new_id()));
+        let store = ChangeStore::new(&dir);
+        let begun = store.begin(std::slice::from_ref(&dir));
+        assert!(
+            matches!(&begun, Err(e) if e.code() == "unavailable"),
+            "{begun:?}"
+        );
+        assert!(!dir.exists());
+        let applied = store.apply("cs-1", &ApplyOptions::default(), None);
+        assert!(matches!(applied, Err(ChangeError::Unavailable(_))));
+        let discarded = store.discard("cs-1", None, None);
+        assert!(matches!(discarded, Err(ChangeError::Unavailable(_))));
+        assert!(matches!(
+            store.discard("../x", None, None),
+            Err(ChangeError::BadId(_))
+        ));
     }
 }

@@ -22,9 +22,7 @@ use super::{Change, ChangeError, ChangeKind, EntryType, PathState};
 /// Files larger than this get no diff (sizes only).
 const DIFF_MAX: u64 = 1 << 20;
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub(crate) use super::hex;
 
 fn xattr(path: &Path, name: &std::ffi::CStr) -> Option<Vec<u8>> {
     let path = fsx::cstr(path).ok()?;

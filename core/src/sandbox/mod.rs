@@ -32,6 +32,7 @@ pub mod egress;
 pub mod landlock_plan;
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(unix)]
 pub mod masks;
 #[cfg(target_os = "linux")]
 pub mod namespace;
@@ -40,6 +41,7 @@ mod restricted_token;
 mod runner;
 pub mod seatbelt;
 mod spec;
+#[cfg(unix)]
 mod tree;
 #[cfg(target_os = "linux")]
 mod unix_filter;
@@ -51,7 +53,7 @@ pub use namespace::NamespaceSupport;
 pub use report::{BackendProbe, Degradation, DegradationArea, EnforcementLevel, SandboxReport};
 pub use restricted_token::RestrictedTokenBackend;
 pub use runner::{
-    ProcessOutcome, ProcessRequest, ProcessRunner, RunError, StdinPolicy, StdioPipes,
+    PipeEnd, ProcessOutcome, ProcessRequest, ProcessRunner, RunError, StdinPolicy, StdioPipes,
 };
 pub use seatbelt::SeatbeltBackend;
 pub use spec::{
@@ -111,6 +113,7 @@ pub(crate) enum Launch {
     #[cfg(target_os = "linux")]
     PreExec(Arc<linux::LinuxLaunch>),
     /// Run the command through a helper that confines itself, then execs (macOS).
+    #[cfg_attr(windows, allow(dead_code))]
     Wrap {
         /// The helper program.
         helper: PathBuf,

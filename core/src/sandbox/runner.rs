@@ -4,23 +4,37 @@
 //! It never decides whether the command may run, and never widens the request: the environment
 //! is cleared and set only from the request, stdin is null unless inherited, and the child gets
 //! its own process group (and session, by default).
+//!
+//! Unix only: on Windows the request and outcome types exist, but every run is refused with
+//! [`RunError::Unsupported`] (there is no Windows runner nor sandbox backend yet; ADR 0021).
 
 use std::ffi::OsString;
+#[cfg(unix)]
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+#[cfg(unix)]
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
+#[cfg(unix)]
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(unix)]
+use std::time::Instant;
 
+#[cfg(unix)]
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::report::SandboxReport;
-use super::spec::{SandboxSpec, TmpSpec};
-use super::{Launch, PreparedSandbox, SandboxBackend, SandboxError, native_backend, prepare, tree};
+use super::spec::SandboxSpec;
+#[cfg(unix)]
+use super::spec::TmpSpec;
+#[cfg(unix)]
+use super::{Launch, prepare, tree};
+use super::{PreparedSandbox, SandboxBackend, SandboxError, native_backend};
 
 /// How long output is still read after the command's process group is gone, in case a process
 /// that left the group still holds the pipes.
+#[cfg(unix)]
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
 
 /// Default per-stream output cap (1 MiB).
@@ -61,19 +75,37 @@ pub struct ProcessRequest {
     pub stdio: Option<Arc<StdioPipes>>,
 }
 
+/// One end of a pipe: a descriptor (Unix) or a handle (Windows).
+#[cfg(unix)]
+pub type PipeEnd = std::os::fd::OwnedFd;
+/// One end of a pipe: a descriptor (Unix) or a handle (Windows).
+#[cfg(windows)]
+pub type PipeEnd = std::os::windows::io::OwnedHandle;
+
 /// The child's ends of two pipes: what it reads as stdin and writes as stdout. The runner
 /// closes its copies once the child has them, so the caller's ends see EOF when it exits.
 #[derive(Debug)]
 pub struct StdioPipes {
     /// The read end the child gets as stdin.
-    pub stdin: OwnedFd,
+    pub stdin: PipeEnd,
     /// The write end the child gets as stdout.
-    pub stdout: OwnedFd,
+    pub stdout: PipeEnd,
 }
 
 impl StdioPipes {
+    /// Two pipes for a server: refused on Windows, where no command can be run (see
+    /// [`RunError::Unsupported`]).
+    #[cfg(windows)]
+    pub fn new() -> std::io::Result<(StdioPipes, PipeEnd, PipeEnd)> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "turngate cannot run commands on Windows yet",
+        ))
+    }
+
     /// Two close-on-exec pipes: the child's ends, and the caller's `(write to its stdin,
     /// read from its stdout)` ends.
+    #[cfg(unix)]
     pub fn new() -> std::io::Result<(StdioPipes, OwnedFd, OwnedFd)> {
         let (stdin_read, stdin_write) = cloexec_pipe()?;
         let (stdout_read, stdout_write) = cloexec_pipe()?;
@@ -237,6 +269,9 @@ pub enum RunError {
     /// An I/O error while running the command.
     #[error("process I/O failed: {0}")]
     Io(#[from] std::io::Error),
+    /// This platform has no process runner (Windows): nothing was run, sandboxed or not.
+    #[error("{0}; the command was not run")]
+    Unsupported(String),
 }
 
 /// Runs commands through a sandbox backend.
@@ -247,12 +282,14 @@ pub struct ProcessRunner {
     /// spec, so every spawn after the first skips the parent-side preparation (opening every
     /// granted path, building the seccomp filter); each child still applies it afresh.
     /// A spec with a per-run tmp dir is never cached.
+    #[cfg_attr(windows, allow(dead_code))]
     prepared: Arc<std::sync::Mutex<PreparedCache>>,
 }
 
 type PreparedCache = Option<(SandboxSpec, Arc<PreparedSandbox>)>;
 
 /// Bytes read from one stream, up to a cap.
+#[cfg(unix)]
 #[derive(Debug, Default)]
 struct Capped {
     data: Vec<u8>,
@@ -260,6 +297,7 @@ struct Capped {
 }
 
 /// Copy a stream to this process's stderr as it comes (a server's log lines).
+#[cfg(unix)]
 async fn forward_to_stderr<R: AsyncRead + Unpin>(mut reader: R) {
     use tokio::io::AsyncWriteExt;
     let mut stderr = tokio::io::stderr();
@@ -275,6 +313,7 @@ async fn forward_to_stderr<R: AsyncRead + Unpin>(mut reader: R) {
     }
 }
 
+#[cfg(unix)]
 async fn read_capped<R: AsyncRead + Unpin>(mut reader: R, cap: usize, out: &mut Capped) {
     let mut chunk = [0u8; 8192];
     loop {
@@ -292,8 +331,10 @@ async fn read_capped<R: AsyncRead + Unpin>(mut reader: R, cap: usize, out: &mut 
 }
 
 /// A private tmp dir made for one run, removed afterwards.
+#[cfg(unix)]
 struct TmpDirGuard(PathBuf);
 
+#[cfg(unix)]
 impl TmpDirGuard {
     fn create() -> std::io::Result<Self> {
         let template = std::env::temp_dir().join("turngate-tmp-XXXXXX");
@@ -311,6 +352,7 @@ impl TmpDirGuard {
     }
 }
 
+#[cfg(unix)]
 impl Drop for TmpDirGuard {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -347,11 +389,13 @@ impl RunTmp {
 }
 
 /// Kills the process group if the run is abandoned before the child was reaped.
+#[cfg(unix)]
 struct GroupGuard {
     pgid: i32,
     armed: bool,
 }
 
+#[cfg(unix)]
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if self.armed {
@@ -459,6 +503,8 @@ fn report_child_failure(fd: i32, stage: u32, errno: i32) {
     }
 }
 
+/// A pipe whose two ends are close-on-exec.
+#[cfg(target_os = "linux")]
 pub(crate) fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0i32; 2];
     // SAFETY: `fds` is a valid out-array of two ints.
@@ -467,6 +513,50 @@ pub(crate) fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     }
     // SAFETY: pipe2 succeeded, so both descriptors are fresh and owned by us.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Off Linux (macOS has no `pipe2`) a close-on-exec pipe takes two steps, `pipe` then
+/// `fcntl(FD_CLOEXEC)` on each end, and a child forked in between would inherit the ends.
+/// turngate's own pipe creation holds this lock shared and its spawns hold it exclusive, so no
+/// child turngate starts inherits a half-made pipe. A fork by other code in the host process
+/// (not through [`ProcessRunner`]) can still land in the window, as it can with std's own
+/// `Stdio::piped` there, which has the same two steps; what it would get is a pipe end between
+/// turngate and its caller, never a way out of a sandbox, and it keeps that pipe open (no EOF)
+/// until it exits or execs. ADR 0021.
+#[cfg(all(unix, not(target_os = "linux")))]
+static CLOEXEC_WINDOW: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// A pipe whose two ends are close-on-exec (see [`CLOEXEC_WINDOW`]).
+#[cfg(all(unix, not(target_os = "linux")))]
+pub(crate) fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let _window = CLOEXEC_WINDOW
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` is a valid out-array of two ints.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: pipe succeeded, so both descriptors are fresh and owned by us; they close on
+    // drop, also when setting the flag fails.
+    let ends = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    for fd in [ends.0.as_raw_fd(), ends.1.as_raw_fd()] {
+        // SAFETY: fcntl on a descriptor this function owns.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(ends)
+}
+
+/// Spawn `cmd` so that no pipe of [`cloexec_pipe`] is half made while it forks (off Linux).
+#[cfg(unix)]
+fn spawn_child(cmd: &mut tokio::process::Command) -> std::io::Result<tokio::process::Child> {
+    #[cfg(not(target_os = "linux"))]
+    let _window = CLOEXEC_WINDOW
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    cmd.spawn()
 }
 
 /// A `SOCK_SEQPACKET` socketpair, both ends close-on-exec: turngate's end and P's end of the
@@ -565,6 +655,7 @@ fn status_receiver(read_end: OwnedFd) -> std::io::Result<tokio::net::unix::pipe:
     tokio::net::unix::pipe::Receiver::from_owned_fd_unchecked(read_end)
 }
 
+#[cfg(target_os = "linux")]
 fn read_child_failure(read_end: &OwnedFd) -> Option<(u32, i32)> {
     let mut msg = [0u8; 8];
     // SAFETY: `msg` is a live 8-byte buffer; the write end is closed, so this cannot block.
@@ -587,6 +678,7 @@ impl ProcessRunner {
     }
 
     /// The prepared sandbox for `spec`: the cached one when `spec` is the last one prepared.
+    #[cfg(unix)]
     fn prepare_cached(&self, spec: &SandboxSpec) -> Result<Arc<PreparedSandbox>, SandboxError> {
         if let Ok(cache) = self.prepared.lock()
             && let Some((cached_spec, prepared)) = cache.as_ref()
@@ -635,6 +727,7 @@ impl ProcessRunner {
     /// [`ProcessRunner::run`], where the connections of a `network = restricted` command go
     /// through the egress proxy and `egress` decides each one (DESIGN §13). The proxy runs
     /// in this task while the command runs and is gone when it ends.
+    #[cfg(unix)]
     pub async fn run_with_egress(
         &self,
         mut request: ProcessRequest,
@@ -799,7 +892,7 @@ impl ProcessRunner {
         }
 
         let start = Instant::now();
-        let spawned = cmd.spawn();
+        let spawned = spawn_child(&mut cmd);
         // The child has its stdio now: this process keeps no copy of a server's pipe ends,
         // so the caller's ends see EOF when the server exits.
         drop(cmd);
@@ -977,5 +1070,38 @@ impl ProcessRunner {
             output_left_open: !drained,
             sandbox: prepared.map(|p| p.report.clone()),
         })
+    }
+
+    /// Refused on Windows: turngate has no process runner nor sandbox backend there yet, so
+    /// nothing is spawned, with or without a sandbox (never unconfined in place of one).
+    #[cfg(windows)]
+    pub async fn run_with_egress(
+        &self,
+        request: ProcessRequest,
+        _egress: &dyn super::egress::EgressDecider,
+    ) -> Result<ProcessOutcome, RunError> {
+        if request.argv.is_empty() {
+            return Err(RunError::InvalidRequest("argv is empty".into()));
+        }
+        let backend = self.backend.probe();
+        Err(RunError::Unsupported(format!(
+            "turngate cannot run commands on Windows yet (no process runner; sandbox backend {:?}: \
+             {})",
+            backend.backend, backend.detail
+        )))
+    }
+}
+
+#[cfg(all(test, windows))]
+mod windows_tests {
+    use super::*;
+
+    /// No command runs on Windows, with or without a sandbox.
+    #[test]
+    fn every_run_is_refused() {
+        let runner = ProcessRunner::native();
+        let plain = runner.run_blocking(ProcessRequest::new(["cmd.exe", "/c", "echo hi"], "."));
+        assert!(matches!(plain, Err(RunError::Unsupported(_))), "{plain:?}");
+        assert!(StdioPipes::new().is_err());
     }
 }

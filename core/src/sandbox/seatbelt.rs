@@ -8,7 +8,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::protocol::{FsAccess, SandboxBackendKind};
+use crate::protocol::{FsAccess, NetworkMode, SandboxBackendKind};
 
 use super::landlock_plan::NetPlan;
 use super::report::{BackendProbe, Degradation, DegradationArea, SandboxReport};
@@ -109,6 +109,46 @@ pub fn seatbelt_profile(spec: &SandboxSpec) -> Result<String, SandboxError> {
     Ok(p)
 }
 
+/// What Seatbelt does not enforce of `spec` (degradations) and where it is stricter than asked
+/// (narrowings): macOS has no counterpart of the Linux namespace layer, so each of its layers
+/// is named as missing, never implied.
+pub fn seatbelt_notes(spec: &SandboxSpec) -> (Vec<Degradation>, Vec<Degradation>) {
+    let mut degradations = vec![
+        Degradation::new(
+            DegradationArea::SandboxBackend,
+            "the Seatbelt backend is not verified by turngate's enforcement tests (they run on \
+             Linux only)",
+        ),
+        Degradation::new(
+            DegradationArea::Filesystem,
+            "no mount view on macOS: policy-denied paths inside the roots are not hidden from \
+             the command (the checkers still refuse them)",
+        ),
+        Degradation::new(
+            DegradationArea::Process,
+            "no PID namespace on macOS: host processes are visible to the command, and a \
+             process that leaves its group can outlive the run (the tree is killed by process \
+             group only)",
+        ),
+    ];
+    let mut narrowings = Vec::new();
+    if spec.network.mode == NetworkMode::Restricted {
+        match net_plan(spec) {
+            NetPlan::TcpConnect(_) => degradations.push(Degradation::new(
+                DegradationArea::Network,
+                "allowed domains are not enforced by the kernel (turngate's filtering proxy \
+                 needs a Linux network namespace); only the TCP port list is, on every host",
+            )),
+            _ => narrowings.push(Degradation::new(
+                DegradationArea::Network,
+                "a domain allow-list needs turngate's filtering proxy, which needs a Linux \
+                 network namespace; all network egress is blocked (grant TCP ports to open some)",
+            )),
+        }
+    }
+    (degradations, narrowings)
+}
+
 /// The argv that runs `argv` under `profile` through the helper.
 pub fn seatbelt_argv(profile: &str, argv: &[OsString]) -> Vec<OsString> {
     let mut out: Vec<OsString> = vec![
@@ -179,17 +219,13 @@ impl SandboxBackend for SeatbeltBackend {
             });
         }
         let profile = seatbelt_profile(spec)?;
-        let degradations = vec![Degradation::new(
-            DegradationArea::SandboxBackend,
-            "the Seatbelt backend is not verified by turngate's enforcement tests (they run on \
-             Linux only)",
-        )];
+        let (degradations, narrowings) = seatbelt_notes(spec);
         Ok(PreparedSandbox {
             report: SandboxReport::applied(
                 SandboxBackendKind::Seatbelt,
                 SANDBOX_EXEC,
                 degradations,
-                Vec::new(),
+                narrowings,
             ),
             launch: Launch::Wrap {
                 profile,
@@ -303,6 +339,41 @@ mod tests {
         let p = seatbelt_profile(&s).unwrap();
         assert!(p.contains("(allow file-read* (subpath \"/w/proj\"))"));
         assert!(!p.contains("file-write* (subpath \"/w/proj\")"));
+    }
+
+    #[test]
+    fn notes_name_every_missing_linux_layer() {
+        let (degradations, narrowings) = seatbelt_notes(&spec(NetworkMode::Disabled, vec![]));
+        let areas: Vec<_> = degradations.iter().map(|d| d.area).collect();
+        assert!(areas.contains(&DegradationArea::Filesystem));
+        assert!(areas.contains(&DegradationArea::Process));
+        assert!(areas.contains(&DegradationArea::SandboxBackend));
+        assert!(narrowings.is_empty());
+
+        // Restricted without ports: everything blocked (a narrowing), never open.
+        let s = spec(NetworkMode::Restricted, vec![]);
+        assert_eq!(net_plan(&s), NetPlan::BlockAll);
+        let (degradations, narrowings) = seatbelt_notes(&s);
+        assert!(
+            narrowings
+                .iter()
+                .any(|d| d.area == DegradationArea::Network)
+        );
+        assert!(
+            !degradations
+                .iter()
+                .any(|d| d.area == DegradationArea::Network)
+        );
+        assert!(!seatbelt_profile(&s).unwrap().contains("network"));
+
+        // Restricted with ports: the domains are not enforced, and the report says so.
+        let (degradations, _) = seatbelt_notes(&spec(NetworkMode::Restricted, vec![443]));
+        assert!(
+            degradations
+                .iter()
+                .any(|d| d.area == DegradationArea::Network
+                    && d.reason.contains("allowed domains are not enforced"))
+        );
     }
 
     #[test]

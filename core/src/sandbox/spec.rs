@@ -233,18 +233,17 @@ impl SandboxSpec {
     /// roots are bound read-only. The roots are walked now, so call it per spawn. Only a
     /// mount view can carry masks: where there is none (not Linux, or no mount namespace here)
     /// nothing is walked, and the backend's report names the missing layer.
+    #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
     pub fn with_policy(mut self, snapshot: &TurnSandboxSnapshot, policy: &CompiledPolicy) -> Self {
         #[cfg(target_os = "linux")]
-        let mount_view = super::namespace::probe().mount;
-        #[cfg(not(target_os = "linux"))]
-        let mount_view = false;
-        if !mount_view {
-            return self;
+        if super::namespace::probe().mount {
+            let home_config = self.home_config();
+            let (masks, truncated) = super::masks::policy_masks(snapshot, policy, &home_config);
+            self.masks = masks;
+            self.masks_truncated = truncated;
         }
-        let home_config = self.home_config();
-        let (masks, truncated) = super::masks::policy_masks(snapshot, policy, &home_config);
-        self.masks = masks;
-        self.masks_truncated = truncated;
+        #[cfg(not(target_os = "linux"))]
+        let _ = (snapshot, policy);
         self
     }
 
@@ -258,7 +257,6 @@ impl SandboxSpec {
     /// a read-only root stays readable (never writable); the report names the missing
     /// mount layer.
     pub fn hide_state_dir(&mut self, dir: &Path) -> Result<(), PathBuf> {
-        use std::os::unix::fs::MetadataExt;
         let Some(root) = self
             .roots
             .iter()
@@ -272,20 +270,25 @@ impl SandboxSpec {
                 && self.mode != SandboxMode::ReadOnly
                 && dir.starts_with(&r.path)
         });
+        // The mask, when there is a mount view to carry it (Linux only).
         #[cfg(target_os = "linux")]
-        let mount_view = super::namespace::probe().mount;
-        #[cfg(not(target_os = "linux"))]
-        let mount_view = false;
-        let meta = std::fs::symlink_metadata(dir).ok().filter(|m| m.is_dir());
-        match meta {
-            Some(meta) if mount_view && dir != root.path => {
-                self.masks.push(Mask {
+        let mask = {
+            use std::os::unix::fs::MetadataExt;
+            let meta = std::fs::symlink_metadata(dir).ok().filter(|m| m.is_dir());
+            meta.filter(|_| super::namespace::probe().mount && dir != root.path)
+                .map(|meta| Mask {
                     path: dir.to_path_buf(),
                     kind: MaskKind::Hidden,
                     dir: true,
                     dev: meta.dev(),
                     ino: meta.ino(),
-                });
+                })
+        };
+        #[cfg(not(target_os = "linux"))]
+        let mask: Option<Mask> = None;
+        match mask {
+            Some(mask) => {
+                self.masks.push(mask);
                 Ok(())
             }
             // The root itself: the command would read it (red team F4) or write it.
@@ -387,6 +390,7 @@ impl SandboxSpec {
 
     /// Whether a grant came from the turn (as opposed to the system list); missing turn roots
     /// are reported, missing system roots are skipped silently.
+    #[cfg(target_os = "linux")]
     pub(crate) fn is_turn_root(&self, path: &Path) -> bool {
         self.roots.iter().any(|r| r.path == path)
     }
