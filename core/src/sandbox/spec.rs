@@ -272,27 +272,29 @@ impl SandboxSpec {
         });
         // The mask, when there is a mount view to carry it (Linux only).
         #[cfg(target_os = "linux")]
-        let mask = {
+        let (mask, is_root) = {
             use std::os::unix::fs::MetadataExt;
             let meta = std::fs::symlink_metadata(dir).ok().filter(|m| m.is_dir());
-            meta.filter(|_| super::namespace::probe().mount && dir != root.path)
-                .map(|meta| Mask {
-                    path: dir.to_path_buf(),
-                    kind: MaskKind::Hidden,
-                    dir: true,
-                    dev: meta.dev(),
-                    ino: meta.ino(),
-                })
+            let viewable = meta.filter(|_| super::namespace::probe().mount);
+            let is_root = viewable.is_some() && dir == root.path;
+            let mask = viewable.filter(|_| dir != root.path).map(|meta| Mask {
+                path: dir.to_path_buf(),
+                kind: MaskKind::Hidden,
+                dir: true,
+                dev: meta.dev(),
+                ino: meta.ino(),
+            });
+            (mask, is_root)
         };
         #[cfg(not(target_os = "linux"))]
-        let mask: Option<Mask> = None;
+        let (mask, is_root): (Option<Mask>, bool) = (None, false);
         match mask {
             Some(mask) => {
                 self.masks.push(mask);
                 Ok(())
             }
             // The root itself: the command would read it (red team F4) or write it.
-            Some(_) if mount_view => Err(root.path.clone()),
+            None if is_root => Err(root.path.clone()),
             _ if writable => Err(root.path.clone()),
             // Beneath a read-only root and not hideable: readable, never writable.
             _ => Ok(()),
