@@ -57,7 +57,9 @@ impl Client {
         let stream = loop {
             match UnixStream::connect(path) {
                 Ok(s) => break s,
-                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
                 Err(e) => panic!("connect {}: {e}", path.display()),
             }
         };
@@ -66,8 +68,12 @@ impl Client {
     }
 
     fn send_raw(&mut self, line: &[u8]) {
-        self.writer.write_all(line).unwrap_or_else(|e| panic!("write: {e}"));
-        self.writer.write_all(b"\n").unwrap_or_else(|e| panic!("write: {e}"));
+        self.writer
+            .write_all(line)
+            .unwrap_or_else(|e| panic!("write: {e}"));
+        self.writer
+            .write_all(b"\n")
+            .unwrap_or_else(|e| panic!("write: {e}"));
         self.writer.flush().unwrap_or_else(|e| panic!("flush: {e}"));
     }
 
@@ -208,12 +214,18 @@ fn start(dir: &Path, http: bool, extra: &[&str]) -> (Server, Client) {
     let sock = dir.join("serve.sock");
     let deadline = Instant::now() + TIMEOUT;
     while !sock.exists() {
-        assert!(Instant::now() < deadline, "the server never bound its socket");
+        assert!(
+            Instant::now() < deadline,
+            "the server never bound its socket"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     if let Some(port) = port {
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "the server never bound its HTTP port");
+            assert!(
+                Instant::now() < deadline,
+                "the server never bound its HTTP port"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -247,18 +259,28 @@ fn stdio_ask_answered_from_a_second_client_then_cached_for_the_turn() {
     let mut b = Client::socket(&server.dir.join("serve.sock"));
     let started = start_turn(&mut a, dir.path(), "t1");
     assert_eq!(started["turn_id"], "t1");
-    assert_eq!(started["snapshot"]["permission_profile"]["mode"], "supervised");
+    assert_eq!(
+        started["snapshot"]["permission_profile"]["mode"],
+        "supervised"
+    );
 
     let ask = a.send(
         "turn/action/authorize",
         json!({"turn_id": "t1", "kind": "shell_command", "target": "git status", "tool": "bash"}),
     );
-    let opened = b.note("turn/permission/request/opened", |p| p["request"]["turn_id"] == "t1");
-    let request_id = opened["request"]["id"].as_str().unwrap_or_default().to_owned();
+    let opened = b.note("turn/permission/request/opened", |p| {
+        p["request"]["turn_id"] == "t1"
+    });
+    let request_id = opened["request"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     assert!(request_id.starts_with("apr_"), "{opened}");
     assert_eq!(opened["request"]["details"]["target"], "git status");
     // A also sees it; listing shows it pending.
-    a.note("turn/permission/request/opened", |p| p["request"]["id"] == request_id.as_str());
+    a.note("turn/permission/request/opened", |p| {
+        p["request"]["id"] == request_id.as_str()
+    });
     let listed = b.call("turn/permission/requests/list", json!({"turn_id": "t1"}));
     assert_eq!(listed["requests"][0]["request"]["id"], request_id.as_str());
 
@@ -272,7 +294,9 @@ fn stdio_ask_answered_from_a_second_client_then_cached_for_the_turn() {
     assert_eq!(allowed["result"]["outcome"], "allowed", "{allowed}");
     assert_eq!(allowed["result"]["cached_approval"], false);
     for c in [&mut a, &mut b] {
-        let res = c.note("turn/permission/request/resolved", |p| p["request_id"] == request_id.as_str());
+        let res = c.note("turn/permission/request/resolved", |p| {
+            p["request_id"] == request_id.as_str()
+        });
         assert_eq!(res["resolution"], "allow_for_turn");
     }
 
@@ -285,7 +309,9 @@ fn stdio_ask_answered_from_a_second_client_then_cached_for_the_turn() {
     assert_eq!(again["cached_approval"], true);
     b.drain_for(Duration::from_millis(300));
     assert!(
-        !b.notes.iter().any(|n| n["method"] == "turn/permission/request/opened"),
+        !b.notes
+            .iter()
+            .any(|n| n["method"] == "turn/permission/request/opened"),
         "the cached grant prompted again: {:?}",
         b.notes
     );
@@ -301,7 +327,10 @@ fn stdio_ask_answered_from_a_second_client_then_cached_for_the_turn() {
         "turn/permission/request/respond",
         json!({"request_id": request_id, "resolution": "deny"}),
     );
-    assert_eq!(twice, json!({"resolution": "allow_for_turn", "applied": false}));
+    assert_eq!(
+        twice,
+        json!({"resolution": "allow_for_turn", "applied": false})
+    );
     let unknown = b.call_err(
         "turn/permission/request/respond",
         json!({"request_id": "apr_nope", "resolution": "deny"}),
@@ -328,7 +357,10 @@ fn stdio_ask_answered_from_a_second_client_then_cached_for_the_turn() {
         ("decision_allowed", "allow_for_turn"),
         ("approval_requested", "ask"),
     ];
-    let want: Vec<(String, String)> = want.iter().map(|(k, d)| ((*k).to_owned(), (*d).to_owned())).collect();
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(k, d)| ((*k).to_owned(), (*d).to_owned()))
+        .collect();
     assert_eq!(kinds, want, "{events}");
     assert_eq!(events["events"][4]["cached_approval_used"], true);
     assert_eq!(events["events"][3]["decider"], "person:bob");
@@ -359,7 +391,9 @@ fn turn_end_cancels_pending_and_unknown_turns_are_errors() {
     let id = opened["request"]["id"].clone();
     let ended = a.call("turn/end", json!({"turn_id": "t2"}));
     assert_eq!(ended["cancelled"], json!([id.clone()]));
-    let res = a.note("turn/permission/request/resolved", |p| p["request_id"] == id);
+    let res = a.note("turn/permission/request/resolved", |p| {
+        p["request_id"] == id
+    });
     assert_eq!(res["resolution"], "cancelled");
     let denied = a.response(waiting);
     assert_eq!(denied["result"]["outcome"], "denied", "{denied}");
@@ -369,7 +403,10 @@ fn turn_end_cancels_pending_and_unknown_turns_are_errors() {
         json!({"turn_id": "t2", "kind": "shell_command", "target": "make"}),
     );
     assert_eq!(gone["code"], -32001);
-    assert_eq!(a.call_err("turn/end", json!({"turn_id": "t2"}))["code"], -32001);
+    assert_eq!(
+        a.call_err("turn/end", json!({"turn_id": "t2"}))["code"],
+        -32001
+    );
     // Respond to the cancelled request: the recorded outcome, not applied.
     let late = a.call(
         "turn/permission/request/respond",
@@ -401,11 +438,21 @@ fn bad_input_gets_standard_errors_and_the_server_keeps_serving() {
     for (method, params) in [
         ("turn/events", json!({"turn_id": "t", "extra": 1})),
         ("turn/events", json!({"turn_id": 5})),
-        ("turn/action/authorize", json!({"turn_id": "t", "kind": "teleport", "target": "x"})),
-        ("turn/permission/request/respond", json!({"request_id": "apr_x", "resolution": "yes"})),
+        (
+            "turn/action/authorize",
+            json!({"turn_id": "t", "kind": "teleport", "target": "x"}),
+        ),
+        (
+            "turn/permission/request/respond",
+            json!({"request_id": "apr_x", "resolution": "yes"}),
+        ),
         ("turn/start", json!({"workspace": "/nonexistent/really"})),
     ] {
-        assert_eq!(a.call_err(method, params.clone())["code"], -32602, "{method} {params}");
+        assert_eq!(
+            a.call_err(method, params.clone())["code"],
+            -32602,
+            "{method} {params}"
+        );
     }
     a.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"turn/events\",\"params\":[1]}");
     assert_eq!(a.response(11)["error"]["code"], -32602);
@@ -416,7 +463,11 @@ fn bad_input_gets_standard_errors_and_the_server_keeps_serving() {
     // Binary garbage.
     a.send_raw(&[0xff, 0xfe, 0x00, 0x01]);
     assert_eq!(a.null_response()["error"]["code"], -32700);
-    assert!(a.responses.is_empty(), "unexpected answers: {:?}", a.responses);
+    assert!(
+        a.responses.is_empty(),
+        "unexpected answers: {:?}",
+        a.responses
+    );
     drop(server);
 }
 
@@ -426,7 +477,9 @@ fn the_socket_is_0600_and_a_second_server_on_it_is_refused() {
     let dir = tmp();
     let (server, _a) = start(dir.path(), false, &[]);
     let sock = server.dir.join("serve.sock");
-    let mode = std::fs::metadata(&sock).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+    let mode = std::fs::metadata(&sock)
+        .map(|m| m.permissions().mode() & 0o777)
+        .unwrap_or(0);
     assert_eq!(mode, 0o600, "socket mode {mode:o}");
     let state_mode = std::fs::metadata(server.dir.join("state"))
         .map(|m| m.permissions().mode() & 0o777)
@@ -440,7 +493,10 @@ fn the_socket_is_0600_and_a_second_server_on_it_is_refused() {
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("another server"), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("another server"),
+        "{out:?}"
+    );
 }
 
 /// kill -9 with a request pending (and its asker waiting), start again on the same state
@@ -455,7 +511,10 @@ fn kill_9_and_restart_keeps_the_request_pending_and_answerable() {
         json!({"turn_id": "t3", "kind": "shell_command", "target": "cargo publish"}),
     );
     let opened = a.note("turn/permission/request/opened", |_| true);
-    let id = opened["request"]["id"].as_str().unwrap_or_default().to_owned();
+    let id = opened["request"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     server.child.kill().unwrap_or_else(|e| panic!("kill: {e}"));
     let _ = server.child.wait();
     drop(server);
@@ -464,7 +523,11 @@ fn kill_9_and_restart_keeps_the_request_pending_and_answerable() {
     let listed = a.call("turn/permission/requests/list", json!({}));
     let ids: Vec<&str> = listed["requests"]
         .as_array()
-        .map(|v| v.iter().filter_map(|r| r["request"]["id"].as_str()).collect())
+        .map(|v| {
+            v.iter()
+                .filter_map(|r| r["request"]["id"].as_str())
+                .collect()
+        })
         .unwrap_or_default();
     assert_eq!(ids, vec![id.as_str()], "{listed}");
     let r = a.call(
@@ -472,7 +535,9 @@ fn kill_9_and_restart_keeps_the_request_pending_and_answerable() {
         json!({"request_id": id, "resolution": "allow_for_turn"}),
     );
     assert_eq!(r, json!({"resolution": "allow_for_turn", "applied": true}));
-    let res = a.note("turn/permission/request/resolved", |p| p["request_id"] == id.as_str());
+    let res = a.note("turn/permission/request/resolved", |p| {
+        p["request_id"] == id.as_str()
+    });
     assert_eq!(res["resolution"], "allow_for_turn");
     // The turn was restored, with the grant: the same action is allowed without a prompt.
     let again = a.call(
@@ -495,9 +560,16 @@ struct HttpResponse {
     body: String,
 }
 
-fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> HttpResponse {
+fn http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HttpResponse {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap_or_else(|e| panic!("{e}"));
-    s.set_read_timeout(Some(TIMEOUT)).unwrap_or_else(|e| panic!("{e}"));
+    s.set_read_timeout(Some(TIMEOUT))
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut req = format!(
         "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nconnection: close\r\ncontent-length: {}\r\n",
         body.len()
@@ -506,7 +578,8 @@ fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");
-    s.write_all(req.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    s.write_all(req.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"));
     s.write_all(body).unwrap_or_else(|e| panic!("{e}"));
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
@@ -525,7 +598,10 @@ fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &[u
 }
 
 fn path_of(url: &str) -> String {
-    url.splitn(4, '/').nth(3).map(|p| format!("/{p}")).unwrap_or_default()
+    url.splitn(4, '/')
+        .nth(3)
+        .map(|p| format!("/{p}"))
+        .unwrap_or_default()
 }
 
 fn query_param(url: &str, name: &str) -> String {
@@ -556,12 +632,28 @@ fn http_needs_the_bearer_token_except_on_approval_links() {
     }
     let body = br#"{"jsonrpc":"2.0","id":1,"method":"turn/events","params":{"turn_id":"x"}}"#;
     assert_eq!(http(port, "POST", "/rpc", &[], body).status, 401);
-    assert_eq!(http(port, "POST", "/rpc", &[("authorization", "Bearer nope")], body).status, 401);
+    assert_eq!(
+        http(
+            port,
+            "POST",
+            "/rpc",
+            &[("authorization", "Bearer nope")],
+            body
+        )
+        .status,
+        401
+    );
     let wrong_len = format!("Bearer {}x", token);
-    assert_eq!(http(port, "POST", "/rpc", &[("authorization", &wrong_len)], body).status, 401);
+    assert_eq!(
+        http(port, "POST", "/rpc", &[("authorization", &wrong_len)], body).status,
+        401
+    );
     assert_eq!(http(port, "GET", "/", &[], b"").status, 401);
     assert_eq!(http(port, "GET", "/ws", &[], b"").status, 401);
-    assert_eq!(http(port, "GET", "/?access_token=nope", &[], b"").status, 401);
+    assert_eq!(
+        http(port, "GET", "/?access_token=nope", &[], b"").status,
+        401
+    );
     let bearer = format!("Bearer {token}");
     let ok = http(port, "POST", "/rpc", &[("authorization", &bearer)], body);
     assert_eq!(ok.status, 200);
@@ -577,7 +669,10 @@ fn http_needs_the_bearer_token_except_on_approval_links() {
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-remote"), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--allow-remote"),
+        "{out:?}"
+    );
 }
 
 #[test]
@@ -601,7 +696,10 @@ fn approval_links_show_on_get_resolve_on_post_once_and_refuse_forgeries() {
     let id_a = oa["request"]["id"].as_str().unwrap_or_default().to_owned();
     let id_b = b["request_id"].as_str().unwrap_or_default().to_owned();
     let approve_b = b["approve_url"].as_str().unwrap_or_default().to_owned();
-    assert!(approve_a.starts_with(&format!("http://127.0.0.1:{port}/approvals/{id_a}?")), "{approve_a}");
+    assert!(
+        approve_a.starts_with(&format!("http://127.0.0.1:{port}/approvals/{id_a}?")),
+        "{approve_a}"
+    );
     let tok_a = query_param(&approve_a, "token");
     let tok_deny_a = query_param(&deny_a, "token");
     let tok_b = query_param(&approve_b, "token");
@@ -610,7 +708,12 @@ fn approval_links_show_on_get_resolve_on_post_once_and_refuse_forgeries() {
     for _ in 0..2 {
         let page = http(port, "GET", &path_of(&approve_a), &[], b"");
         assert_eq!(page.status, 200, "{}", page.body);
-        assert!(page.body.contains("echo &#39;&lt;b&gt;x&lt;/b&gt;&#39; &quot;&amp;&quot;"), "{}", page.body);
+        assert!(
+            page.body
+                .contains("echo &#39;&lt;b&gt;x&lt;/b&gt;&#39; &quot;&amp;&quot;"),
+            "{}",
+            page.body
+        );
         assert!(!page.body.contains("<b>x</b>"));
         assert!(page.body.contains("name=\"viewport\""));
         assert!(page.headers.contains("referrer-policy: no-referrer"));
@@ -619,11 +722,28 @@ fn approval_links_show_on_get_resolve_on_post_once_and_refuse_forgeries() {
     let pending = a.call("turn/permission/requests/list", json!({"turn_id": "t4"}));
     assert_eq!(pending["requests"].as_array().map(Vec::len), Some(2));
     // Other methods do not resolve either.
-    assert_eq!(http(port, "PUT", &path_of(&approve_a), &[FORM], &form(&tok_a, "approve")).status, 405);
+    assert_eq!(
+        http(
+            port,
+            "PUT",
+            &path_of(&approve_a),
+            &[FORM],
+            &form(&tok_a, "approve")
+        )
+        .status,
+        405
+    );
 
     // Forged, modified, cross-request and cross-decision tokens.
-    let forged = format!("{}.{}", tok_a.split('.').next().unwrap_or_default(), "0".repeat(64));
-    let stretched = format!("99999999999.{}", tok_a.split('.').nth(1).unwrap_or_default());
+    let forged = format!(
+        "{}.{}",
+        tok_a.split('.').next().unwrap_or_default(),
+        "0".repeat(64)
+    );
+    let stretched = format!(
+        "99999999999.{}",
+        tok_a.split('.').nth(1).unwrap_or_default()
+    );
     for (id, token, action) in [
         (id_a.as_str(), forged.as_str(), "approve"),
         (id_a.as_str(), stretched.as_str(), "approve"),
@@ -636,35 +756,83 @@ fn approval_links_show_on_get_resolve_on_post_once_and_refuse_forgeries() {
     ] {
         let path = format!("/approvals/{id}");
         let post = http(port, "POST", &path, &[FORM], &form(token, action));
-        assert!(matches!(post.status, 400 | 403), "{id} {token} {action}: {} {}", post.status, post.body);
-        let get = http(port, "GET", &format!("{path}?action={action}&token={token}"), &[], b"");
-        assert!(matches!(get.status, 400 | 403), "{id} {token} {action}: {}", get.status);
+        assert!(
+            matches!(post.status, 400 | 403),
+            "{id} {token} {action}: {} {}",
+            post.status,
+            post.body
+        );
+        let get = http(
+            port,
+            "GET",
+            &format!("{path}?action={action}&token={token}"),
+            &[],
+            b"",
+        );
+        assert!(
+            matches!(get.status, 400 | 403),
+            "{id} {token} {action}: {}",
+            get.status
+        );
     }
     assert_eq!(
-        a.call("turn/permission/requests/list", json!({"turn_id": "t4"}))["requests"].as_array().map(Vec::len),
+        a.call("turn/permission/requests/list", json!({"turn_id": "t4"}))["requests"]
+            .as_array()
+            .map(Vec::len),
         Some(2),
         "a refused link resolved something"
     );
 
     // The real POST approves once; the waiting authorize gets allowed.
-    let post = http(port, "POST", &format!("/approvals/{id_a}"), &[FORM], &form(&tok_a, "approve"));
+    let post = http(
+        port,
+        "POST",
+        &format!("/approvals/{id_a}"),
+        &[FORM],
+        &form(&tok_a, "approve"),
+    );
     assert_eq!(post.status, 200, "{}", post.body);
     assert!(post.body.contains("allow_once"));
     let allowed = a.response(wait_a);
     assert_eq!(allowed["result"]["outcome"], "allowed", "{allowed}");
-    let res = a.note("turn/permission/request/resolved", |p| p["request_id"] == id_a.as_str());
+    let res = a.note("turn/permission/request/resolved", |p| {
+        p["request_id"] == id_a.as_str()
+    });
     assert_eq!(res["resolution"], "allow_once");
     // Second use, and the deny link after: refused, nothing changes.
-    let again = http(port, "POST", &format!("/approvals/{id_a}"), &[FORM], &form(&tok_a, "approve"));
+    let again = http(
+        port,
+        "POST",
+        &format!("/approvals/{id_a}"),
+        &[FORM],
+        &form(&tok_a, "approve"),
+    );
     assert_eq!(again.status, 409, "{}", again.body);
-    let deny_after = http(port, "POST", &format!("/approvals/{id_a}"), &[FORM], &form(&tok_deny_a, "deny"));
+    let deny_after = http(
+        port,
+        "POST",
+        &format!("/approvals/{id_a}"),
+        &[FORM],
+        &form(&tok_deny_a, "deny"),
+    );
     assert_eq!(deny_after.status, 409);
-    assert_eq!(http(port, "GET", &path_of(&approve_a), &[], b"").status, 409);
+    assert_eq!(
+        http(port, "GET", &path_of(&approve_a), &[], b"").status,
+        409
+    );
     // The deny link of B denies it.
     let deny_b = query_param(b["deny_url"].as_str().unwrap_or_default(), "token");
-    let post = http(port, "POST", &format!("/approvals/{id_b}"), &[FORM], &form(&deny_b, "deny"));
+    let post = http(
+        port,
+        "POST",
+        &format!("/approvals/{id_b}"),
+        &[FORM],
+        &form(&deny_b, "deny"),
+    );
     assert_eq!(post.status, 200);
-    let res = a.note("turn/permission/request/resolved", |p| p["request_id"] == id_b.as_str());
+    let res = a.note("turn/permission/request/resolved", |p| {
+        p["request_id"] == id_b.as_str()
+    });
     assert_eq!(res["resolution"], "deny");
 }
 
@@ -682,13 +850,21 @@ fn an_expired_link_resolves_expired_and_the_waiting_call_is_denied() {
     let o = a.note("turn/permission/request/opened", |_| true);
     let id = o["request"]["id"].as_str().unwrap_or_default().to_owned();
     let approve = o["approve_url"].as_str().unwrap_or_default().to_owned();
-    let res = a.note("turn/permission/request/resolved", |p| p["request_id"] == id.as_str());
+    let res = a.note("turn/permission/request/resolved", |p| {
+        p["request_id"] == id.as_str()
+    });
     assert_eq!(res["resolution"], "expired");
     assert_eq!(res["source"], "timeout");
     assert_eq!(a.response(waiting)["result"]["outcome"], "denied");
     // ... and its link, used after, is refused as expired (a deny), never an approval.
     let tok = query_param(&approve, "token");
-    let post = http(port, "POST", &format!("/approvals/{id}"), &[FORM], &form(&tok, "approve"));
+    let post = http(
+        port,
+        "POST",
+        &format!("/approvals/{id}"),
+        &[FORM],
+        &form(&tok, "approve"),
+    );
     assert_eq!(post.status, 410, "{}", post.body);
     let r = a.call(
         "turn/permission/request/respond",
@@ -716,7 +892,9 @@ fn the_webhook_gets_one_post_per_request_after_two_failed_attempts() {
             let mut buf = Vec::new();
             let mut chunk = [0u8; 4096];
             let body = loop {
-                let Ok(k) = s.read(&mut chunk) else { break None };
+                let Ok(k) = s.read(&mut chunk) else {
+                    break None;
+                };
                 if k == 0 {
                     break None;
                 }
@@ -725,14 +903,19 @@ fn the_webhook_gets_one_post_per_request_after_two_failed_attempts() {
                 if let Some((head, body)) = text.split_once("\r\n\r\n") {
                     let len = head
                         .lines()
-                        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                        })
                         .unwrap_or(0);
                     if body.len() >= len {
                         break Some((head.to_owned(), body.to_owned()));
                     }
                 }
             };
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            let _ =
+                s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
             if let Some((head, body)) = body {
                 let _ = tx.send((head, serde_json::from_str(&body).unwrap_or_default()));
             }
@@ -750,7 +933,9 @@ fn the_webhook_gets_one_post_per_request_after_two_failed_attempts() {
         "turn/action/authorize",
         json!({"turn_id": "t6", "kind": "shell_command", "target": "terraform apply", "wait": false}),
     );
-    let (head, got) = rx.recv_timeout(TIMEOUT).unwrap_or_else(|e| panic!("no webhook POST: {e}"));
+    let (head, got) = rx
+        .recv_timeout(TIMEOUT)
+        .unwrap_or_else(|e| panic!("no webhook POST: {e}"));
     assert!(head.starts_with("POST /hook "), "{head}");
     assert_eq!(got["request"]["id"], r1["request_id"]);
     assert_eq!(got["approve_url"], r1["approve_url"]);
@@ -759,10 +944,15 @@ fn the_webhook_gets_one_post_per_request_after_two_failed_attempts() {
         "turn/action/authorize",
         json!({"turn_id": "t6", "kind": "shell_command", "target": "terraform destroy", "wait": false}),
     );
-    let (_, got2) = rx.recv_timeout(TIMEOUT).unwrap_or_else(|e| panic!("no second POST: {e}"));
+    let (_, got2) = rx
+        .recv_timeout(TIMEOUT)
+        .unwrap_or_else(|e| panic!("no second POST: {e}"));
     assert_eq!(got2["request"]["id"], r2["request_id"]);
     // Exactly one each, and the requests are still pending: a webhook never approves.
-    assert!(rx.recv_timeout(Duration::from_millis(800)).is_err(), "a duplicate POST");
+    assert!(
+        rx.recv_timeout(Duration::from_millis(800)).is_err(),
+        "a duplicate POST"
+    );
     let pending = a.call("turn/permission/requests/list", json!({"turn_id": "t6"}));
     assert_eq!(pending["requests"].as_array().map(Vec::len), Some(2));
 }
@@ -775,7 +965,14 @@ fn a_failing_webhook_never_approves() {
     let (_server, mut a) = start(
         dir.path(),
         false,
-        &["--notify-webhook", &hook, "--notify-retry-ms", "50", "--notify-attempts", "3"],
+        &[
+            "--notify-webhook",
+            &hook,
+            "--notify-retry-ms",
+            "50",
+            "--notify-attempts",
+            "3",
+        ],
     );
     start_turn(&mut a, dir.path(), "t7");
     let r = a.call(

@@ -14,12 +14,12 @@ use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::sync::mpsc;
-use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use turngate::serve::{LinkDecision, LinkError, Serve, ServeError};
 
 use super::{pages, rpc};
@@ -55,7 +55,11 @@ fn ct_eq(a: &[u8], b: &[u8]) -> bool {
 fn query(req: &Request<Incoming>) -> HashMap<String, String> {
     req.uri()
         .query()
-        .map(|q| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .map(|q| {
+            url::form_urlencoded::parse(q.as_bytes())
+                .into_owned()
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -82,7 +86,10 @@ fn response(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> R
     }
     h.insert("cache-control", HeaderValue::from_static("no-store"));
     h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     h.insert("x-frame-options", HeaderValue::from_static("DENY"));
     resp
 }
@@ -106,7 +113,10 @@ fn text(status: StatusCode, body: &str) -> Response<Body> {
 async fn body_bytes(req: Request<Incoming>, limit: usize) -> Result<Bytes, Response<Body>> {
     match Limited::new(req.into_body(), limit).collect().await {
         Ok(b) => Ok(b.to_bytes()),
-        Err(_) => Err(text(StatusCode::PAYLOAD_TOO_LARGE, "request body too large")),
+        Err(_) => Err(text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request body too large",
+        )),
     }
 }
 
@@ -196,7 +206,10 @@ where
     let note_tx = tx.clone();
     let notes_task = tokio::spawn(async move {
         while let Some(n) = notes.recv().await {
-            if note_tx.send(Message::text(n.to_json().to_string())).is_err() {
+            if note_tx
+                .send(Message::text(n.to_json().to_string()))
+                .is_err()
+            {
                 break;
             }
         }
@@ -235,7 +248,10 @@ async fn approval(serve: Serve, req: Request<Incoming>, id: &str) -> Response<Bo
             let q = query(&req);
             let token = q.get("token").cloned().unwrap_or_default();
             let Some(decision) = q.get("action").and_then(|a| LinkDecision::parse(a)) else {
-                return html(StatusCode::BAD_REQUEST, pages::message("Invalid link", "This approval link is not valid."));
+                return html(
+                    StatusCode::BAD_REQUEST,
+                    pages::message("Invalid link", "This approval link is not valid."),
+                );
             };
             match serve.link_view(id, &token, decision) {
                 Ok(stored) => html(StatusCode::OK, pages::approval(&stored, decision, &token)),
@@ -251,7 +267,10 @@ async fn approval(serve: Serve, req: Request<Incoming>, id: &str) -> Response<Bo
                 url::form_urlencoded::parse(&body).into_owned().collect();
             let token = form.get("token").cloned().unwrap_or_default();
             let Some(decision) = form.get("action").and_then(|a| LinkDecision::parse(a)) else {
-                return html(StatusCode::BAD_REQUEST, pages::message("Invalid link", "This approval link is not valid."));
+                return html(
+                    StatusCode::BAD_REQUEST,
+                    pages::message("Invalid link", "This approval link is not valid."),
+                );
             };
             match serve.link_resolve(id, &token, decision) {
                 Ok(recorded) => html(
@@ -266,7 +285,8 @@ async fn approval(serve: Serve, req: Request<Incoming>, id: &str) -> Response<Bo
         }
         _ => {
             let mut resp = text(StatusCode::METHOD_NOT_ALLOWED, "GET shows, POST resolves");
-            resp.headers_mut().insert("allow", HeaderValue::from_static("GET, POST"));
+            resp.headers_mut()
+                .insert("allow", HeaderValue::from_static("GET, POST"));
             resp
         }
     }
@@ -276,13 +296,18 @@ fn link_error(e: &ServeError) -> Response<Body> {
     match e {
         ServeError::Link(LinkError::Expired) => html(
             StatusCode::GONE,
-            pages::message("Expired", "This approval link has expired; the request resolved as expired (denied)."),
+            pages::message(
+                "Expired",
+                "This approval link has expired; the request resolved as expired (denied).",
+            ),
         ),
         ServeError::AlreadyResolved { resolution, .. } => html(
             StatusCode::CONFLICT,
             pages::message(
                 "Already resolved",
-                &format!("This request was already resolved as {resolution}; the link cannot be used again."),
+                &format!(
+                    "This request was already resolved as {resolution}; the link cannot be used again."
+                ),
             ),
         ),
         ServeError::Link(_) | ServeError::UnknownRequest(_) | ServeError::LinksDisabled => html(

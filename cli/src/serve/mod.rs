@@ -87,7 +87,10 @@ async fn main(args: &ServeArgs) -> Result<u8, CliError> {
     };
     turngate::serve::private_dir(&state_dir)
         .map_err(|e| CliError(format!("state dir {}: {e}", state_dir.display())))?;
-    let store_path = args.store.clone().unwrap_or_else(|| state_dir.join("audit.db"));
+    let store_path = args
+        .store
+        .clone()
+        .unwrap_or_else(|| state_dir.join("audit.db"));
     let store = SqliteAuditStore::open(&store_path)
         .map_err(|e| CliError(format!("store {}: {e}", store_path.display())))?;
     if let Some(addr) = args.http {
@@ -104,7 +107,10 @@ async fn main(args: &ServeArgs) -> Result<u8, CliError> {
     let webhook = match &args.notify_webhook {
         Some(url) => {
             let format = WebhookFormat::parse(&args.notify_format).ok_or_else(|| {
-                CliError(format!("--notify-format `{}`: expected raw, ntfy or slack", args.notify_format))
+                CliError(format!(
+                    "--notify-format `{}`: expected raw, ntfy or slack",
+                    args.notify_format
+                ))
             })?;
             let mut w = Webhook::new(url, format)?;
             w.attempts = args.notify_attempts.max(1);
@@ -188,7 +194,8 @@ async fn main(args: &ServeArgs) -> Result<u8, CliError> {
 }
 
 fn url_ok(base: &str) -> Result<(), CliError> {
-    let parsed = url::Url::parse(base).map_err(|e| CliError(format!("--approval-url {base}: {e}")))?;
+    let parsed =
+        url::Url::parse(base).map_err(|e| CliError(format!("--approval-url {base}: {e}")))?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.query().is_some() {
         return Err(CliError(format!(
             "--approval-url {base}: expected http(s)://host[:port][/prefix] without a query"
@@ -226,16 +233,25 @@ fn bind_socket(path: &Path) -> Result<tokio::net::UnixListener, CliError> {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !meta.file_type().is_socket() {
-            return Err(CliError(format!("--socket {}: exists and is not a socket", path.display())));
+            return Err(CliError(format!(
+                "--socket {}: exists and is not a socket",
+                path.display()
+            )));
         }
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
-            return Err(CliError(format!("--socket {}: another server is listening there", path.display())));
+            return Err(CliError(format!(
+                "--socket {}: another server is listening there",
+                path.display()
+            )));
         }
-        std::fs::remove_file(path).map_err(|e| CliError(format!("--socket {}: {e}", path.display())))?;
+        std::fs::remove_file(path)
+            .map_err(|e| CliError(format!("--socket {}: {e}", path.display())))?;
     }
     let tmp = path.with_file_name(format!(
         ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("turngate.sock"),
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("turngate.sock"),
         std::process::id()
     ));
     let _ = std::fs::remove_file(&tmp);
@@ -261,7 +277,13 @@ async fn next_line<R: AsyncRead + Unpin>(
     loop {
         let chunk = reader.fill_buf().await?;
         if chunk.is_empty() {
-            return Ok(if buf.is_empty() && !too_long { None } else if too_long { Some(Err(())) } else { Some(Ok(())) });
+            return Ok(if buf.is_empty() && !too_long {
+                None
+            } else if too_long {
+                Some(Err(()))
+            } else {
+                Some(Ok(()))
+            });
         }
         let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
             Some(i) => (i + 1, true),

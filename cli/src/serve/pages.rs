@@ -52,16 +52,29 @@ pub fn approval(stored: &StoredApproval, decision: LinkDecision, token: &str) ->
     let r = &stored.request;
     let mut rows = vec![
         ("Tool", esc(&r.tool_name)),
-        ("Action", format!("<code>{}</code>", esc(stored.action.kind.as_str()))),
-        ("Target", format!("<code id=\"target\">{}</code>", esc(&stored.action.target))),
+        (
+            "Action",
+            format!("<code>{}</code>", esc(stored.action.kind.as_str())),
+        ),
+        (
+            "Target",
+            format!("<code id=\"target\">{}</code>", esc(&stored.action.target)),
+        ),
     ];
     if stored.action.target != r.details.target {
-        rows.push(("Shown as", format!("<code>{}</code>", esc(&r.details.target))));
+        rows.push((
+            "Shown as",
+            format!("<code>{}</code>", esc(&r.details.target)),
+        ));
     }
     for line in &r.details.lines {
         rows.push((
             "",
-            format!("<b>{}</b>: <code>{}</code>", esc(&line.label), esc(&line.value)),
+            format!(
+                "<b>{}</b>: <code>{}</code>",
+                esc(&line.label),
+                esc(&line.value)
+            ),
         ));
     }
     if let Some(s) = &r.summary {

@@ -66,7 +66,8 @@ pub fn error_response(id: Value, e: &RpcError) -> Value {
 
 fn params<T: for<'de> Deserialize<'de>>(p: Value) -> Result<T, RpcError> {
     let p = if p.is_null() { json!({}) } else { p };
-    serde_json::from_value(p).map_err(|e| RpcError::new(INVALID_PARAMS, format!("invalid params: {e}")))
+    serde_json::from_value(p)
+        .map_err(|e| RpcError::new(INVALID_PARAMS, format!("invalid params: {e}")))
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, RpcError> {
@@ -91,23 +92,42 @@ pub async fn handle(serve: &Serve, text: &[u8]) -> Option<Value> {
         } else {
             "a request is a JSON object"
         };
-        return Some(error_response(Value::Null, &RpcError::new(INVALID_REQUEST, why)));
+        return Some(error_response(
+            Value::Null,
+            &RpcError::new(INVALID_REQUEST, why),
+        ));
     };
     let id = obj.remove("id");
-    let id_ok = matches!(&id, None | Some(Value::String(_) | Value::Number(_) | Value::Null));
-    let reply_id = if id_ok { id.clone().unwrap_or(Value::Null) } else { Value::Null };
+    let id_ok = matches!(
+        &id,
+        None | Some(Value::String(_) | Value::Number(_) | Value::Null)
+    );
+    let reply_id = if id_ok {
+        id.clone().unwrap_or(Value::Null)
+    } else {
+        Value::Null
+    };
     if !id_ok || obj.get("jsonrpc") != Some(&json!("2.0")) {
         return Some(error_response(
             reply_id,
-            &RpcError::new(INVALID_REQUEST, "invalid request: needs \"jsonrpc\": \"2.0\", a string method and a string or number id"),
+            &RpcError::new(
+                INVALID_REQUEST,
+                "invalid request: needs \"jsonrpc\": \"2.0\", a string method and a string or number id",
+            ),
         ));
     }
     let Some(Value::String(method)) = obj.remove("method") else {
-        return Some(error_response(reply_id, &RpcError::new(INVALID_REQUEST, "invalid request: no method")));
+        return Some(error_response(
+            reply_id,
+            &RpcError::new(INVALID_REQUEST, "invalid request: no method"),
+        ));
     };
     let p = obj.remove("params").unwrap_or(Value::Null);
     if !(p.is_object() || p.is_null()) {
-        return Some(error_response(reply_id, &RpcError::new(INVALID_PARAMS, "params must be an object")));
+        return Some(error_response(
+            reply_id,
+            &RpcError::new(INVALID_PARAMS, "params must be an object"),
+        ));
     }
     let result = dispatch(serve, &method, p).await;
     let id = id?;
@@ -194,7 +214,9 @@ fn invalid(e: impl std::fmt::Display) -> RpcError {
     RpcError::new(INVALID_PARAMS, e.to_string())
 }
 
-fn snapshot_for(p: &StartParams) -> Result<turngate::protocol::TurnExecutionSecuritySnapshot, RpcError> {
+fn snapshot_for(
+    p: &StartParams,
+) -> Result<turngate::protocol::TurnExecutionSecuritySnapshot, RpcError> {
     let mode = match p.profile.as_ref().and_then(|p| p.mode.as_deref()) {
         Some(m) => Some(m.parse::<PermissionMode>().map_err(invalid)?),
         None => None,
@@ -203,17 +225,19 @@ fn snapshot_for(p: &StartParams) -> Result<turngate::protocol::TurnExecutionSecu
         Some(v) => Some(Policy::from_json_value(v.clone()).map_err(invalid)?),
         None => None,
     };
-    let selection = (mode.is_some() || policy.is_some()).then_some(TurnPermissionProfileSelection {
-        mode,
-        source: Some(TurnPermissionProfileSource::Composer),
-        policy,
-    });
+    let selection =
+        (mode.is_some() || policy.is_some()).then_some(TurnPermissionProfileSelection {
+            mode,
+            source: Some(TurnPermissionProfileSource::Composer),
+            policy,
+        });
     let workspace = std::fs::canonicalize(&p.workspace)
         .map_err(|e| invalid(format!("workspace {}: {e}", p.workspace.display())))?;
     let mut context = ResolveContext::new(workspace, turngate::probe::probe_platform());
     for root in &p.project_roots {
         context.project_roots.push(
-            std::fs::canonicalize(root).map_err(|e| invalid(format!("project root {}: {e}", root.display())))?,
+            std::fs::canonicalize(root)
+                .map_err(|e| invalid(format!("project root {}: {e}", root.display())))?,
         );
     }
     resolve(selection.as_ref(), &context, None).map_err(invalid)
@@ -235,7 +259,9 @@ async fn dispatch(serve: &Serve, method: &str, p: Value) -> Result<Value, RpcErr
             inv.tool_id = p.tool_call_id;
             inv.item_id = p.item_id;
             inv.cwd = p.cwd;
-            let (auth, opened) = serve.authorize(&p.turn_id, &inv, p.wait.unwrap_or(true)).await?;
+            let (auth, opened) = serve
+                .authorize(&p.turn_id, &inv, p.wait.unwrap_or(true))
+                .await?;
             let record = turngate_ffi::gate::authorization(auth)
                 .map_err(|e| RpcError::new(INTERNAL_ERROR, e.to_string()))?;
             let mut v = to_json(&record)?;
@@ -286,6 +312,9 @@ async fn dispatch(serve: &Serve, method: &str, p: Value) -> Result<Value, RpcErr
             let _: ListParams = params(p)?;
             Ok(json!({"turns": serve.turn_ids(), "state": to_json(&serve.client_state())?}))
         }
-        other => Err(RpcError::new(METHOD_NOT_FOUND, format!("method not found: {other}"))),
+        other => Err(RpcError::new(
+            METHOD_NOT_FOUND,
+            format!("method not found: {other}"),
+        )),
     }
 }

@@ -139,7 +139,13 @@ impl LinkSigner {
         LinkSigner { key }
     }
 
-    fn mac(&self, request_id: &str, scope_hash: &str, expiry: u64, decision: LinkDecision) -> Hmac<Sha256> {
+    fn mac(
+        &self,
+        request_id: &str,
+        scope_hash: &str,
+        expiry: u64,
+        decision: LinkDecision,
+    ) -> Hmac<Sha256> {
         // `new_from_slice` accepts any key length for HMAC; a fixed 32-byte key cannot fail.
         let mut mac = match <Hmac<Sha256> as Mac>::new_from_slice(&self.key) {
             Ok(m) => m,
@@ -219,11 +225,26 @@ mod tests {
     fn a_token_opens_only_its_request_scope_and_decision() {
         let s = signer();
         let t = s.sign("apr_a", "scope1", 100, LinkDecision::Approve);
-        assert_eq!(s.verify(&t, "apr_a", "scope1", LinkDecision::Approve, 50), Ok(100));
-        assert_eq!(s.verify(&t, "apr_b", "scope1", LinkDecision::Approve, 50), Err(LinkError::Invalid));
-        assert_eq!(s.verify(&t, "apr_a", "scope2", LinkDecision::Approve, 50), Err(LinkError::Invalid));
-        assert_eq!(s.verify(&t, "apr_a", "scope1", LinkDecision::Deny, 50), Err(LinkError::Invalid));
-        assert_eq!(s.verify(&t, "apr_a", "scope1", LinkDecision::Approve, 100), Err(LinkError::Expired));
+        assert_eq!(
+            s.verify(&t, "apr_a", "scope1", LinkDecision::Approve, 50),
+            Ok(100)
+        );
+        assert_eq!(
+            s.verify(&t, "apr_b", "scope1", LinkDecision::Approve, 50),
+            Err(LinkError::Invalid)
+        );
+        assert_eq!(
+            s.verify(&t, "apr_a", "scope2", LinkDecision::Approve, 50),
+            Err(LinkError::Invalid)
+        );
+        assert_eq!(
+            s.verify(&t, "apr_a", "scope1", LinkDecision::Deny, 50),
+            Err(LinkError::Invalid)
+        );
+        assert_eq!(
+            s.verify(&t, "apr_a", "scope1", LinkDecision::Approve, 100),
+            Err(LinkError::Expired)
+        );
     }
 
     #[test]
@@ -233,18 +254,34 @@ mod tests {
         let (_, tag) = t.split_once('.').unwrap_or_default();
         // A later expiry with the same tag.
         let stretched = format!("999999.{tag}");
-        assert_eq!(s.verify(&stretched, "apr_a", "scope1", LinkDecision::Approve, 50), Err(LinkError::Invalid));
+        assert_eq!(
+            s.verify(&stretched, "apr_a", "scope1", LinkDecision::Approve, 50),
+            Err(LinkError::Invalid)
+        );
         // One flipped hex digit.
         let mut flipped = t.clone().into_bytes();
         let last = flipped.len() - 1;
         flipped[last] = if flipped[last] == b'0' { b'1' } else { b'0' };
         let flipped = String::from_utf8(flipped).unwrap_or_default();
-        assert_eq!(s.verify(&flipped, "apr_a", "scope1", LinkDecision::Approve, 50), Err(LinkError::Invalid));
+        assert_eq!(
+            s.verify(&flipped, "apr_a", "scope1", LinkDecision::Approve, 50),
+            Err(LinkError::Invalid)
+        );
         // Another key's token.
-        let other = LinkSigner::with_key([8; 32]).sign("apr_a", "scope1", 100, LinkDecision::Approve);
-        assert_eq!(s.verify(&other, "apr_a", "scope1", LinkDecision::Approve, 50), Err(LinkError::Invalid));
-        for garbage in ["", ".", "100.", ".abcd", "100.zz", "-1.00", "100.abc", "1e3.00"] {
-            assert_eq!(s.verify(garbage, "apr_a", "scope1", LinkDecision::Approve, 50), Err(LinkError::Invalid), "{garbage}");
+        let other =
+            LinkSigner::with_key([8; 32]).sign("apr_a", "scope1", 100, LinkDecision::Approve);
+        assert_eq!(
+            s.verify(&other, "apr_a", "scope1", LinkDecision::Approve, 50),
+            Err(LinkError::Invalid)
+        );
+        for garbage in [
+            "", ".", "100.", ".abcd", "100.zz", "-1.00", "100.abc", "1e3.00",
+        ] {
+            assert_eq!(
+                s.verify(garbage, "apr_a", "scope1", LinkDecision::Approve, 50),
+                Err(LinkError::Invalid),
+                "{garbage}"
+            );
         }
     }
 
@@ -254,10 +291,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let path = dir.path().join("link.key");
         let a = load_or_create_secret(&path, 32).unwrap_or_else(|e| panic!("{e}"));
-        let mode = std::fs::metadata(&path).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+        let mode = std::fs::metadata(&path)
+            .map(|m| m.permissions().mode() & 0o777)
+            .unwrap_or(0);
         assert_eq!(mode, 0o600);
         assert_eq!(load_or_create_secret(&path, 32).ok(), Some(a));
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(load_or_create_secret(&path, 32).is_err());
     }
 }

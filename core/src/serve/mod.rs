@@ -26,7 +26,7 @@ use tokio::sync::{Notify, mpsc};
 
 use crate::action::{ActionKind, Effect};
 use crate::approval::{
-    ApprovalNotification, ApprovalOutcome, ApprovalResolution, DeferAll, Decision,
+    ApprovalNotification, ApprovalOutcome, ApprovalResolution, Decision, DeferAll,
     ResolutionSource, TurnPermissionApprovalRequest,
 };
 use crate::audit::{
@@ -91,7 +91,7 @@ pub enum ServeError {
     LinksDisabled,
     /// The gate failed.
     #[error(transparent)]
-    Gate(#[from] GateError),
+    Gate(Box<GateError>),
     /// The store failed.
     #[error(transparent)]
     Audit(#[from] AuditError),
@@ -103,6 +103,12 @@ pub enum ServeError {
         /// What went wrong.
         message: String,
     },
+}
+
+impl From<GateError> for ServeError {
+    fn from(e: GateError) -> Self {
+        ServeError::Gate(Box::new(e))
+    }
 }
 
 /// A request as clients see it when it opens: the protocol request, and its approval links
@@ -148,9 +154,9 @@ impl Notification {
         let value = match self {
             Notification::Opened(o) => serde_json::to_value(o.as_ref()),
             Notification::Resolved(o) => serde_json::to_value(o),
-            Notification::Event(e) => serde_json::to_value(e.as_ref()).map(|event| {
-                serde_json::json!({ "event": event })
-            }),
+            Notification::Event(e) => {
+                serde_json::to_value(e.as_ref()).map(|event| serde_json::json!({ "event": event }))
+            }
         };
         value.unwrap_or(serde_json::Value::Null)
     }
@@ -171,12 +177,12 @@ struct Hub {
 impl Hub {
     fn publish(&self, n: Notification) {
         let input = match &n {
-            Notification::Opened(o) => {
-                Some(ReducerInput::Notification(ApprovalNotification::Requested(o.request.clone())))
-            }
-            Notification::Resolved(o) => {
-                Some(ReducerInput::Notification(ApprovalNotification::Resolved(o.clone())))
-            }
+            Notification::Opened(o) => Some(ReducerInput::Notification(
+                ApprovalNotification::Requested(o.request.clone()),
+            )),
+            Notification::Resolved(o) => Some(ReducerInput::Notification(
+                ApprovalNotification::Resolved(o.clone()),
+            )),
             Notification::Event(e) => Some(ReducerInput::AuditEvent(e.as_ref().clone())),
         };
         if let Some(input) = input {
@@ -413,7 +419,11 @@ impl Serve {
         Ok(())
     }
 
-    fn gate(&self, turn_id: &str, snapshot: TurnExecutionSecuritySnapshot) -> Result<Gate, ServeError> {
+    fn gate(
+        &self,
+        turn_id: &str,
+        snapshot: TurnExecutionSecuritySnapshot,
+    ) -> Result<Gate, ServeError> {
         // Every ask is deferred: persisted with its action and snapshot, resolved by whoever
         // answers first, then resumed (and re-checked) by the gate.
         Ok(Gate::new(
@@ -464,7 +474,11 @@ impl Serve {
     }
 
     fn read_grants(&self, turn_id: &str) -> Vec<String> {
-        let path = self.inner.state_dir.join("turns").join(format!("{turn_id}.json"));
+        let path = self
+            .inner
+            .state_dir
+            .join("turns")
+            .join(format!("{turn_id}.json"));
         std::fs::read_to_string(path)
             .ok()
             .and_then(|t| serde_json::from_str::<TurnFile>(&t).ok())
@@ -480,7 +494,10 @@ impl Serve {
     ) -> Result<Arc<Gate>, ServeError> {
         let turn_id = match turn_id {
             Some(id) => id,
-            None => format!("turn_{}", link::random_hex(12).map_err(|e| state_err(&self.inner.state_dir, e))?),
+            None => format!(
+                "turn_{}",
+                link::random_hex(12).map_err(|e| state_err(&self.inner.state_dir, e))?
+            ),
         };
         if !valid_id(&turn_id) {
             return Err(ServeError::BadTurnId(turn_id));
@@ -531,7 +548,11 @@ impl Serve {
             .map(|f| f.expires_at)
     }
 
-    fn with_links(&self, request: TurnPermissionApprovalRequest, expires_at: Option<u64>) -> OpenedRequest {
+    fn with_links(
+        &self,
+        request: TurnPermissionApprovalRequest,
+        expires_at: Option<u64>,
+    ) -> OpenedRequest {
         let (approve_url, deny_url) = match (&self.inner.links, expires_at) {
             (Some((base, signer)), Some(exp)) => {
                 let url = |d: LinkDecision| {
@@ -542,7 +563,10 @@ impl Serve {
                         signer.sign(&request.id, &request.scope_hash, exp, d)
                     )
                 };
-                (Some(url(LinkDecision::Approve)), Some(url(LinkDecision::Deny)))
+                (
+                    Some(url(LinkDecision::Approve)),
+                    Some(url(LinkDecision::Deny)),
+                )
             }
             _ => (None, None),
         };
@@ -568,7 +592,10 @@ impl Serve {
             }
             let _ = serve.finish(
                 &request_id,
-                StoredResolution::new(ApprovalResolution::Expired, ResolutionSource::Timeout.as_str()),
+                StoredResolution::new(
+                    ApprovalResolution::Expired,
+                    ResolutionSource::Timeout.as_str(),
+                ),
                 ResolutionSource::Timeout,
             );
         });
@@ -619,13 +646,15 @@ impl Serve {
                         .join(format!("{request_id}.json")),
                 );
             }
-            self.inner.hub.publish(Notification::Resolved(ApprovalOutcome {
-                request_id: request_id.to_owned(),
-                turn_id,
-                scope_hash: stored.request.scope_hash,
-                resolution: recorded.resolution,
-                source,
-            }));
+            self.inner
+                .hub
+                .publish(Notification::Resolved(ApprovalOutcome {
+                    request_id: request_id.to_owned(),
+                    turn_id,
+                    scope_hash: stored.request.scope_hash,
+                    resolution: recorded.resolution,
+                    source,
+                }));
             if let Some(n) = lock(&self.inner.waiters).remove(request_id) {
                 n.notify_waiters();
             }
@@ -679,9 +708,14 @@ impl Serve {
     /// `turn/spawn`: authorize `command_line` as a shell command in `turn_id` and run it under
     /// the turn's sandbox. An ask waits for its resolution, then runs exactly the stored
     /// command (once) or reports the denial.
-    pub async fn spawn(&self, turn_id: &str, command_line: &str) -> Result<SpawnResult, ServeError> {
+    pub async fn spawn(
+        &self,
+        turn_id: &str,
+        command_line: &str,
+    ) -> Result<SpawnResult, ServeError> {
         let gate = self.turn(turn_id)?;
-        let inv = ToolInvocation::new(ActionKind::ShellCommand, command_line).with_tool("turn/spawn");
+        let inv =
+            ToolInvocation::new(ActionKind::ShellCommand, command_line).with_tool("turn/spawn");
         let result = gate.spawn(&inv).await?;
         let SpawnResult::Deferred(request) = result else {
             return Ok(result);
@@ -693,7 +727,11 @@ impl Serve {
             .store
             .approval(&request.id)?
             .ok_or_else(|| ServeError::UnknownRequest(request.id.clone()))?;
-        if stored.resolution.as_ref().is_some_and(|r| r.resolution.is_allow()) {
+        if stored
+            .resolution
+            .as_ref()
+            .is_some_and(|r| r.resolution.is_allow())
+        {
             Ok(gate.run_approved(&request.id).await?)
         } else {
             match gate.resume(&request.id, Decision::Defer)? {
@@ -814,7 +852,10 @@ impl Serve {
             if a.request.turn_id == turn_id {
                 let (_, applied) = self.finish(
                     &a.request.id,
-                    StoredResolution::new(ApprovalResolution::Cancelled, ResolutionSource::TurnCancelled.as_str()),
+                    StoredResolution::new(
+                        ApprovalResolution::Cancelled,
+                        ResolutionSource::TurnCancelled.as_str(),
+                    ),
                     ResolutionSource::TurnCancelled,
                 )?;
                 if applied {
@@ -824,7 +865,11 @@ impl Serve {
         }
         let _files = lock(&self.inner.files);
         lock(&self.inner.turns).remove(turn_id);
-        let path = self.inner.state_dir.join("turns").join(format!("{turn_id}.json"));
+        let path = self
+            .inner
+            .state_dir
+            .join("turns")
+            .join(format!("{turn_id}.json"));
         std::fs::remove_file(&path).map_err(|e| state_err(&path, e))?;
         Ok(cancelled)
     }
@@ -843,12 +888,21 @@ impl Serve {
             .store
             .approval(request_id)?
             .ok_or(ServeError::Link(LinkError::Invalid))?;
-        match signer.verify(token, request_id, &stored.request.scope_hash, decision, unix_now()) {
+        match signer.verify(
+            token,
+            request_id,
+            &stored.request.scope_hash,
+            decision,
+            unix_now(),
+        ) {
             Ok(_) => {}
             Err(LinkError::Expired) => {
                 self.finish(
                     request_id,
-                    StoredResolution::new(ApprovalResolution::Expired, ResolutionSource::Timeout.as_str()),
+                    StoredResolution::new(
+                        ApprovalResolution::Expired,
+                        ResolutionSource::Timeout.as_str(),
+                    ),
                     ResolutionSource::Timeout,
                 )?;
                 return Err(ServeError::Link(LinkError::Expired));

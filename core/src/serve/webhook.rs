@@ -66,7 +66,9 @@ impl Webhook {
         };
         let parsed = url::Url::parse(url).map_err(|e| err(&e.to_string()))?;
         if parsed.scheme() != "http" {
-            return Err(err("only http:// is supported (no TLS in turngate serve); use a local relay"));
+            return Err(err(
+                "only http:// is supported (no TLS in turngate serve); use a local relay",
+            ));
         }
         if parsed.host_str().is_none() {
             return Err(err("no host"));
@@ -93,7 +95,9 @@ impl Webhook {
                 let mut actions = Vec::new();
                 for (label, url) in [("Approve", &opened.approve_url), ("Deny", &opened.deny_url)] {
                     if let Some(url) = url {
-                        actions.push(serde_json::json!({"action": "view", "label": label, "url": url}));
+                        actions.push(
+                            serde_json::json!({"action": "view", "label": label, "url": url}),
+                        );
                     }
                 }
                 serde_json::json!({
@@ -184,7 +188,10 @@ impl Webhook {
             .body(Full::new(Bytes::copy_from_slice(body)))
             .map_err(|e| e.to_string())?;
         let result = tokio::time::timeout(Duration::from_secs(10), async {
-            let resp = sender.send_request(req).await.map_err(|e| format!("send: {e}"))?;
+            let resp = sender
+                .send_request(req)
+                .await
+                .map_err(|e| format!("send: {e}"))?;
             let status = resp.status().as_u16();
             let _ = resp.into_body().collect().await;
             Ok::<u16, String>(status)
