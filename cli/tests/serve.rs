@@ -1006,3 +1006,65 @@ fn a_respond_for_a_scope_that_changed_is_refused() {
     );
     assert_eq!(ok, json!({"resolution": "allow_once", "applied": true}));
 }
+
+/// A client that disconnects while its authorize waits: the request stays pending (durable),
+/// and another client can still answer it.
+#[test]
+fn a_client_that_disconnects_leaves_its_request_pending() {
+    let dir = tmp();
+    let (server, mut a) = start(dir.path(), false, &[]);
+    start_turn(&mut a, dir.path(), "t9");
+    {
+        let mut b = Client::socket(&server.dir.join("serve.sock"));
+        b.send(
+            "turn/action/authorize",
+            json!({"turn_id": "t9", "kind": "shell_command", "target": "make release"}),
+        );
+        b.note("turn/permission/request/opened", |_| true);
+    } // b hangs up here
+    std::thread::sleep(Duration::from_millis(300));
+    let pending = a.call("turn/permission/requests/list", json!({"turn_id": "t9"}));
+    let id = pending["requests"][0]["request"]["id"].clone();
+    assert!(id.is_string(), "{pending}");
+    let r = a.call(
+        "turn/permission/request/respond",
+        json!({"request_id": id, "resolution": "allow_once"}),
+    );
+    assert_eq!(r, json!({"resolution": "allow_once", "applied": true}));
+}
+
+/// `turn/spawn`: the command asks, is approved once from another client, and runs under the
+/// turn's sandbox exactly as shown.
+#[test]
+fn turn_spawn_waits_for_the_approval_then_runs_the_command() {
+    let dir = tmp();
+    let (server, mut a) = start(dir.path(), false, &[]);
+    let mut b = Client::socket(&server.dir.join("serve.sock"));
+    start_turn(&mut a, dir.path(), "t10");
+    let spawn = a.send(
+        "turn/spawn",
+        json!({"turn_id": "t10", "command_line": "echo served"}),
+    );
+    let o = b.note("turn/permission/request/opened", |_| true);
+    assert_eq!(o["request"]["details"]["target"], "echo served");
+    b.call(
+        "turn/permission/request/respond",
+        json!({"request_id": o["request"]["id"], "resolution": "allow_once"}),
+    );
+    let ran = a.response(spawn);
+    assert_eq!(ran["result"]["outcome"], "ran", "{ran}");
+    assert_eq!(ran["result"]["exit_code"], 0, "{ran}");
+    assert_eq!(ran["result"]["stdout"], "served\n", "{ran}");
+    // A denied spawn does not run.
+    let spawn = a.send(
+        "turn/spawn",
+        json!({"turn_id": "t10", "command_line": "echo nope"}),
+    );
+    let o = b.note("turn/permission/request/opened", |_| true);
+    b.call(
+        "turn/permission/request/respond",
+        json!({"request_id": o["request"]["id"], "resolution": "deny"}),
+    );
+    let denied = a.response(spawn);
+    assert_eq!(denied["result"]["outcome"], "denied", "{denied}");
+}
