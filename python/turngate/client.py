@@ -116,16 +116,23 @@ class Client:
     ) -> Json:
         """The next notification's params (of ``method``, matching ``where``), in arrival
         order; others read meanwhile are kept for later calls. Raises TimeoutError."""
+        def params(n: Json) -> Json:
+            p = n.get("params")
+            return p if isinstance(p, dict) else {}
+
+        def wanted(n: Json) -> bool:
+            return (method is None or n.get("method") == method) and (where is None or where(params(n)))
+
         for i, n in enumerate(self._kept):
-            if (method is None or n.get("method") == method) and (where is None or where(n.get("params", {}))):
-                return self._kept.pop(i).get("params", {})
+            if wanted(n):
+                return params(self._kept.pop(i))
         while True:
             try:
                 n = self._notes.get(timeout=timeout)
             except queue.Empty:
                 raise TimeoutError(f"no {method or 'notification'} within {timeout} s") from None
-            if (method is None or n.get("method") == method) and (where is None or where(n.get("params", {}))):
-                return n.get("params", {})
+            if wanted(n):
+                return params(n)
             self._kept.append(n)
 
     def close(self) -> None:
