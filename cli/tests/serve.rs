@@ -1068,3 +1068,26 @@ fn turn_spawn_waits_for_the_approval_then_runs_the_command() {
     let denied = a.response(spawn);
     assert_eq!(denied["result"]["outcome"], "denied", "{denied}");
 }
+
+/// A request resolved by another process on the same store (`turngate approvals resolve`)
+/// wakes the waiting authorize too.
+#[test]
+fn a_resolution_from_another_process_on_the_store_reaches_the_waiting_call() {
+    let dir = tmp();
+    let (_server, mut a) = start(dir.path(), false, &[]);
+    start_turn(&mut a, dir.path(), "t11");
+    let waiting = a.send(
+        "turn/action/authorize",
+        json!({"turn_id": "t11", "kind": "shell_command", "target": "make docs"}),
+    );
+    let o = a.note("turn/permission/request/opened", |_| true);
+    let id = o["request"]["id"].as_str().unwrap_or_default().to_owned();
+    let out = Command::new(bin())
+        .args(["approvals", "resolve", &id, "allow_once", "--store"])
+        .arg(dir.path().join("audit.db"))
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "{out:?}");
+    let allowed = a.response(waiting);
+    assert_eq!(allowed["result"]["outcome"], "allowed", "{allowed}");
+}

@@ -622,6 +622,9 @@ impl Serve {
             .approval(request_id)?
             .ok_or_else(|| ServeError::UnknownRequest(request_id.to_owned()))?;
         if let Some(recorded) = stored.resolution {
+            // Resolved elsewhere (another process on the same store, or a race): whoever
+            // waits here must still wake, and the expiry is moot.
+            self.forget_pending(request_id);
             return Ok((recorded, false));
         }
         let (recorded, applied) = self.inner.store.resolve(request_id, resolution)?;
@@ -638,14 +641,6 @@ impl Serve {
                     self.write_turn(&gate, grants)?;
                 }
             }
-            if valid_id(request_id) {
-                let _ = std::fs::remove_file(
-                    self.inner
-                        .state_dir
-                        .join("pending")
-                        .join(format!("{request_id}.json")),
-                );
-            }
             self.inner
                 .hub
                 .publish(Notification::Resolved(ApprovalOutcome {
@@ -655,11 +650,24 @@ impl Serve {
                     resolution: recorded.resolution,
                     source,
                 }));
-            if let Some(n) = lock(&self.inner.waiters).remove(request_id) {
-                n.notify_waiters();
-            }
         }
+        self.forget_pending(request_id);
         Ok((recorded, applied))
+    }
+
+    /// A request is resolved: drop its expiry file and wake its waiters.
+    fn forget_pending(&self, request_id: &str) {
+        if valid_id(request_id) {
+            let _ = std::fs::remove_file(
+                self.inner
+                    .state_dir
+                    .join("pending")
+                    .join(format!("{request_id}.json")),
+            );
+        }
+        if let Some(n) = lock(&self.inner.waiters).remove(request_id) {
+            n.notify_waiters();
+        }
     }
 
     /// Wait until `request_id` has a recorded resolution.
@@ -677,7 +685,9 @@ impl Serve {
             if stored.resolution.is_some() {
                 return Ok(());
             }
-            notified.await;
+            // Woken by a resolution through this server; the timeout also notices one
+            // written by another process sharing the store (`turngate approvals resolve`).
+            let _ = tokio::time::timeout(Duration::from_secs(1), notified).await;
         }
     }
 
