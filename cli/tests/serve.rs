@@ -1091,3 +1091,41 @@ fn a_resolution_from_another_process_on_the_store_reaches_the_waiting_call() {
     let allowed = a.response(waiting);
     assert_eq!(allowed["result"]["outcome"], "allowed", "{allowed}");
 }
+
+/// `--watch-store`: a `turngate run --approver defer` on the same store is announced to the
+/// server's clients (with links), answered through the server, and the run goes ahead.
+#[test]
+fn watch_store_announces_another_processs_deferred_request() {
+    let dir = tmp();
+    let (_server, mut a) = start(dir.path(), true, &["--watch-store"]);
+    let ws = workspace(dir.path());
+    let mut run = Command::new(bin())
+        .args([
+            "run",
+            "--mode",
+            "supervised",
+            "--approver",
+            "defer",
+            "--store",
+        ])
+        .arg(dir.path().join("audit.db"))
+        .arg("--workspace")
+        .arg(&ws)
+        .args(["--", "echo", "from-run"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let o = a.note("turn/permission/request/opened", |p| {
+        p["request"]["details"]["target"] == "echo from-run"
+    });
+    assert!(o["approve_url"].is_string(), "{o}");
+    let r = a.call(
+        "turn/permission/request/respond",
+        json!({"request_id": o["request"]["id"], "resolution": "allow_once"}),
+    );
+    assert_eq!(r["applied"], true);
+    let out = run.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from-run\n");
+}

@@ -59,6 +59,11 @@ pub struct ServeArgs {
     /// The first retry's delay in milliseconds (doubling after each failure).
     #[arg(long, value_name = "MS", default_value_t = 500)]
     notify_retry_ms: u64,
+    /// Also announce the requests other processes defer into the store (`turngate run` or
+    /// `mcp wrap` with `--approver defer`): `opened`, links, the webhook, and this server's
+    /// --approval-ttl expiry.
+    #[arg(long)]
+    watch_store: bool,
     /// Do not read requests from stdin (serve only the socket and HTTP).
     #[arg(long)]
     no_stdio: bool,
@@ -129,6 +134,9 @@ async fn main(args: &ServeArgs) -> Result<u8, CliError> {
     )?;
     if let Some(w) = webhook {
         spawn_webhook(&serve, w);
+    }
+    if args.watch_store {
+        serve.watch_store(Duration::from_millis(500));
     }
     let mut tasks = JoinSet::new();
     if let Some(path) = &args.socket {

@@ -284,6 +284,8 @@ struct Inner {
     ttl: Duration,
     state_dir: PathBuf,
     files: Mutex<()>,
+    /// Requests of other processes' turns already announced (see [`Serve::watch_store`]).
+    adopted: Mutex<std::collections::HashSet<String>>,
 }
 
 /// The server: cheap to clone, every clone shares one state.
@@ -383,6 +385,7 @@ impl Serve {
                 ttl: options.approval_ttl,
                 state_dir: options.state_dir.clone(),
                 files: Mutex::new(()),
+                adopted: Mutex::new(std::collections::HashSet::new()),
             }),
         };
         serve.restore()?;
@@ -414,6 +417,7 @@ impl Serve {
             }
             let text = std::fs::read_to_string(&path).map_err(|e| state_err(&path, e))?;
             let file: PendingFile = serde_json::from_str(&text).map_err(|e| state_err(&path, e))?;
+            lock(&self.inner.adopted).insert(file.request_id.clone());
             self.arm_expiry(file.request_id, file.expires_at);
         }
         Ok(())
@@ -955,6 +959,34 @@ impl Serve {
             });
         }
         Ok(recorded)
+    }
+
+    /// Announce the requests other processes defer into the same store (`turngate run` or
+    /// `turngate mcp wrap` with `--approver defer`) as `opened`, with links, the webhook and
+    /// this server's expiry, checking every `every`. Requests of this server's own turns are
+    /// announced when they open and never twice.
+    pub fn watch_store(&self, every: Duration) {
+        let serve = self.clone();
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        handle.spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Ok(pending) = serve.inner.store.pending_approvals() else {
+                    continue;
+                };
+                for a in pending {
+                    let ours = lock(&serve.inner.turns).contains_key(&a.request.turn_id);
+                    if ours || !lock(&serve.inner.adopted).insert(a.request.id.clone()) {
+                        continue;
+                    }
+                    if let Err(e) = serve.opened(a.request) {
+                        eprintln!("turngate serve: announcing a stored request: {e}");
+                    }
+                }
+            }
+        });
     }
 
     /// The live turn ids.
