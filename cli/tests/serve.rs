@@ -1099,7 +1099,7 @@ fn watch_store_announces_another_processs_deferred_request() {
     let dir = tmp();
     let (_server, mut a) = start(dir.path(), true, &["--watch-store"]);
     let ws = workspace(dir.path());
-    let mut run = Command::new(bin())
+    let run = Command::new(bin())
         .args([
             "run",
             "--mode",
