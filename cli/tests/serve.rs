@@ -1129,3 +1129,45 @@ fn watch_store_announces_another_processs_deferred_request() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "from-run\n");
 }
+
+/// A turn file that cannot be restored (garbage, or naming another turn) does not keep the
+/// server down: it is not live, the others are; a turn whose workspace vanished fails closed.
+#[test]
+fn a_turn_that_cannot_be_restored_is_skipped_not_fatal() {
+    let dir = tmp();
+    let (mut server, mut a) = start(dir.path(), false, &[]);
+    start_turn(&mut a, dir.path(), "ok");
+    let gone = dir.path().join("gone");
+    std::fs::create_dir_all(&gone).unwrap_or_else(|e| panic!("{e}"));
+    a.call(
+        "turn/start",
+        json!({"turn_id": "gone", "profile": {"mode": "supervised"}, "workspace": gone}),
+    );
+    server.child.kill().unwrap_or_else(|e| panic!("{e}"));
+    let _ = server.child.wait();
+    drop(server);
+    std::fs::remove_dir_all(&gone).unwrap_or_else(|e| panic!("{e}"));
+    let turns = dir.path().join("state/turns");
+    std::fs::write(turns.join("junk.json"), b"{not json").unwrap_or_else(|e| panic!("{e}"));
+    let ok = std::fs::read_to_string(turns.join("ok.json")).unwrap_or_default();
+    std::fs::write(turns.join("other.json"), ok).unwrap_or_else(|e| panic!("{e}"));
+
+    let (_server, mut a) = start(dir.path(), false, &[]);
+    let r = a.call(
+        "turn/action/authorize",
+        json!({"turn_id": "ok", "kind": "shell_command", "target": "ls", "wait": false}),
+    );
+    assert_eq!(r["outcome"], "deferred");
+    // The turn whose workspace vanished is restored, and fails closed: its calls are denied.
+    let denied = a.call(
+        "turn/action/authorize",
+        json!({"turn_id": "gone", "kind": "shell_command", "target": "ls", "wait": false}),
+    );
+    assert_eq!(denied["outcome"], "denied", "{denied}");
+    // The file that named another turn was not restored under either name.
+    let e = a.call_err(
+        "turn/action/authorize",
+        json!({"turn_id": "other", "kind": "shell_command", "target": "ls", "wait": false}),
+    );
+    assert_eq!(e["code"], -32001);
+}

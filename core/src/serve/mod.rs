@@ -400,9 +400,27 @@ impl Serve {
             if path.extension().and_then(|e| e.to_str()) != Some("json") {
                 continue;
             }
-            let text = std::fs::read_to_string(&path).map_err(|e| state_err(&path, e))?;
-            let file: TurnFile = serde_json::from_str(&text).map_err(|e| state_err(&path, e))?;
-            let gate = self.gate(&file.turn_id, file.snapshot)?;
+            // A turn that cannot be restored is not live (its calls are refused as an unknown
+            // turn) and says why; its requests stay in the store, listed and answerable.
+            let restored = std::fs::read_to_string(&path)
+                .map_err(|e| state_err(&path, e))
+                .and_then(|text| {
+                    serde_json::from_str::<TurnFile>(&text).map_err(|e| state_err(&path, e))
+                })
+                .and_then(|file| {
+                    let stem = path.file_stem().and_then(|s| s.to_str());
+                    if !valid_id(&file.turn_id) || stem != Some(file.turn_id.as_str()) {
+                        return Err(state_err(&path, "the turn id does not match its file"));
+                    }
+                    Ok((self.gate(&file.turn_id, file.snapshot.clone())?, file))
+                });
+            let (gate, file) = match restored {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("turngate serve: turn not restored: {e}");
+                    continue;
+                }
+            };
             for grant in file.grants {
                 gate.grant_for_turn(grant);
             }
