@@ -1171,3 +1171,29 @@ fn a_turn_that_cannot_be_restored_is_skipped_not_fatal() {
     );
     assert_eq!(e["code"], -32001);
 }
+
+/// A command run by `turn/spawn` inherits none of the server's descriptors (its socket,
+/// its HTTP listener, its clients' connections, the store): only stdin, stdout and stderr.
+#[test]
+fn a_spawned_command_inherits_no_server_descriptor() {
+    let dir = tmp();
+    let (server, mut a) = start(dir.path(), true, &[]);
+    let mut b = Client::socket(&server.dir.join("serve.sock"));
+    start_turn(&mut a, dir.path(), "t12");
+    let spawn = a.send(
+        "turn/spawn",
+        json!({"turn_id": "t12", "command_line": PROBE_FDS}),
+    );
+    let o = b.note("turn/permission/request/opened", |_| true);
+    b.call(
+        "turn/permission/request/respond",
+        json!({"request_id": o["request"]["id"], "resolution": "allow_once"}),
+    );
+    let ran = a.response(spawn);
+    assert_eq!(ran["result"]["exit_code"], 0, "{ran}");
+    let open = ran["result"]["stdout"].as_str().unwrap_or_default().trim().to_owned();
+    assert_eq!(open, "[]", "descriptors open in the command besides 0-2: {open}");
+}
+
+/// Prints the descriptors from 3 up that are open (fstat succeeds).
+const PROBE_FDS: &str = "/usr/bin/python3 -c 'import os\nopen_fds = []\nfor f in range(3, 4096):\n    try:\n        os.fstat(f)\n        open_fds.append(f)\n    except OSError:\n        pass\nprint(open_fds)'";
