@@ -108,6 +108,12 @@ async fn main(args: &ServeArgs) -> Result<u8, CliError> {
     }
     if let Some(base) = &args.approval_url {
         url_ok(base)?;
+        if args.http.is_none() {
+            eprintln!(
+                "turngate serve: warning: --approval-url without --http: the links point at \
+                 {base}, and only this server's --http can open them"
+            );
+        }
     }
     let webhook = match &args.notify_webhook {
         Some(url) => {
