@@ -1191,9 +1191,50 @@ fn a_spawned_command_inherits_no_server_descriptor() {
     );
     let ran = a.response(spawn);
     assert_eq!(ran["result"]["exit_code"], 0, "{ran}");
-    let open = ran["result"]["stdout"].as_str().unwrap_or_default().trim().to_owned();
-    assert_eq!(open, "[]", "descriptors open in the command besides 0-2: {open}");
+    let open = ran["result"]["stdout"]
+        .as_str()
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    assert_eq!(
+        open, "[]",
+        "descriptors open in the command besides 0-2: {open}"
+    );
 }
 
 /// Prints the descriptors from 3 up that are open (fstat succeeds).
 const PROBE_FDS: &str = "/usr/bin/python3 -c 'import os\nopen_fds = []\nfor f in range(3, 4096):\n    try:\n        os.fstat(f)\n        open_fds.append(f)\n    except OSError:\n        pass\nprint(open_fds)'";
+
+#[test]
+fn a_remote_bind_with_allow_remote_prints_a_warning() {
+    let dir = tmp();
+    let mut child = Command::new(bin())
+        .args([
+            "serve",
+            "--no-stdio",
+            "--allow-remote",
+            "--http",
+            "0.0.0.0:0",
+            "--state-dir",
+        ])
+        .arg(dir.path().join("state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = child.stderr.take().unwrap_or_else(|| panic!("stderr"));
+    let mut warned = false;
+    for line in BufReader::new(stderr).lines() {
+        let line = line.unwrap_or_default();
+        if line.contains("WARNING") && line.contains("reachable from other machines") {
+            warned = true;
+        }
+        if line.contains("http listening on") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(warned, "no warning for a non-loopback bind");
+}
