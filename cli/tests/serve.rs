@@ -1090,6 +1090,19 @@ fn a_resolution_from_another_process_on_the_store_reaches_the_waiting_call() {
     assert!(out.status.success(), "{out:?}");
     let allowed = a.response(waiting);
     assert_eq!(allowed["result"]["outcome"], "allowed", "{allowed}");
+    // Clients are told, once.
+    let res = a.note("turn/permission/request/resolved", |p| {
+        p["request_id"] == id.as_str()
+    });
+    assert_eq!(res["resolution"], "allow_once");
+    a.drain_for(Duration::from_millis(1200));
+    assert!(
+        !a.notes
+            .iter()
+            .any(|n| n["method"] == "turn/permission/request/resolved"),
+        "resolved twice: {:?}",
+        a.notes
+    );
 }
 
 /// `--watch-store`: a `turngate run --approver defer` on the same store is announced to the

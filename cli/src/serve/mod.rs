@@ -141,9 +141,7 @@ async fn main(args: &ServeArgs) -> Result<u8, CliError> {
     if let Some(w) = webhook {
         spawn_webhook(&serve, w);
     }
-    if args.watch_store {
-        serve.watch_store(Duration::from_millis(500));
-    }
+    serve.watch_store(Duration::from_millis(500), args.watch_store);
     let mut tasks = JoinSet::new();
     if let Some(path) = &args.socket {
         let listener = bind_socket(path)?;

@@ -286,6 +286,8 @@ struct Inner {
     files: Mutex<()>,
     /// Requests of other processes' turns already announced (see [`Serve::watch_store`]).
     adopted: Mutex<std::collections::HashSet<String>>,
+    /// Requests announced as `opened` and not yet published as `resolved`.
+    announced: Mutex<std::collections::HashSet<String>>,
 }
 
 /// The server: cheap to clone, every clone shares one state.
@@ -299,6 +301,17 @@ impl std::fmt::Debug for Serve {
         f.debug_struct("Serve")
             .field("state_dir", &self.inner.state_dir)
             .finish_non_exhaustive()
+    }
+}
+
+/// Who resolved a request, from its stored reason (for one resolved by another process).
+fn source_of(r: &StoredResolution) -> ResolutionSource {
+    match r.reason.as_str() {
+        "timeout" => ResolutionSource::Timeout,
+        "turn_cancelled" => ResolutionSource::TurnCancelled,
+        "policy_denied" => ResolutionSource::PolicyDenied,
+        "broker_closed" => ResolutionSource::BrokerClosed,
+        _ => ResolutionSource::Responder,
     }
 }
 
@@ -386,6 +399,7 @@ impl Serve {
                 state_dir: options.state_dir.clone(),
                 files: Mutex::new(()),
                 adopted: Mutex::new(std::collections::HashSet::new()),
+                announced: Mutex::new(std::collections::HashSet::new()),
             }),
         };
         serve.restore()?;
@@ -436,6 +450,7 @@ impl Serve {
             let text = std::fs::read_to_string(&path).map_err(|e| state_err(&path, e))?;
             let file: PendingFile = serde_json::from_str(&text).map_err(|e| state_err(&path, e))?;
             lock(&self.inner.adopted).insert(file.request_id.clone());
+            lock(&self.inner.announced).insert(file.request_id.clone());
             self.arm_expiry(file.request_id, file.expires_at);
         }
         Ok(())
@@ -547,6 +562,7 @@ impl Serve {
         };
         let bytes = serde_json::to_vec(&file).map_err(|e| state_err(&path, e))?;
         write_atomic(&path, &bytes).map_err(|e| state_err(&path, e))?;
+        lock(&self.inner.announced).insert(request.id.clone());
         let opened = self.with_links(request, Some(expires_at));
         self.arm_expiry(opened.request.id.clone(), expires_at);
         self.inner
@@ -612,7 +628,7 @@ impl Serve {
             while unix_now() < expires_at {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            let _ = serve.finish(
+            let _ = serve.finish_with(
                 &request_id,
                 StoredResolution::new(
                     ApprovalResolution::Expired,
@@ -630,27 +646,34 @@ impl Serve {
             .clone()
     }
 
-    /// Record `resolution` for a pending request; on success, tell everyone and wake its
-    /// waiters. Returns the recorded resolution and whether this call recorded it.
+    /// Record `resolution` for a pending request (`None`: record nothing, only reconcile one
+    /// resolved elsewhere, by another process on the store). The first resolution wins.
+    /// Whoever resolves it, `resolved` is published exactly once for a request this server
+    /// announced (or resolved), an `allow_for_turn` grant is kept for its turn, and its
+    /// waiters wake. Returns the recorded resolution and whether this call recorded it.
     fn finish(
         &self,
         request_id: &str,
-        resolution: StoredResolution,
+        resolution: Option<StoredResolution>,
         source: ResolutionSource,
-    ) -> Result<(StoredResolution, bool), ServeError> {
+    ) -> Result<Option<(StoredResolution, bool)>, ServeError> {
         let stored = self
             .inner
             .store
             .approval(request_id)?
             .ok_or_else(|| ServeError::UnknownRequest(request_id.to_owned()))?;
-        if let Some(recorded) = stored.resolution {
-            // Resolved elsewhere (another process on the same store, or a race): whoever
-            // waits here must still wake, and the expiry is moot.
-            self.forget_pending(request_id);
-            return Ok((recorded, false));
-        }
-        let (recorded, applied) = self.inner.store.resolve(request_id, resolution)?;
-        if applied {
+        // One lock over "resolve, then forget it was announced": the sweep that reconciles
+        // outside resolutions takes it too, so a request is published once.
+        let (recorded, applied, was_announced) = {
+            let mut announced = lock(&self.inner.announced);
+            let (recorded, applied) = match (stored.resolution.clone(), resolution) {
+                (Some(r), _) => (r, false),
+                (None, Some(r)) => self.inner.store.resolve(request_id, r)?,
+                (None, None) => return Ok(None),
+            };
+            (recorded, applied, announced.remove(request_id))
+        };
+        if applied || was_announced {
             let turn_id = stored.request.turn_id.clone();
             if recorded.resolution == ApprovalResolution::AllowForTurn {
                 if let Ok(gate) = self.turn(&turn_id) {
@@ -663,6 +686,11 @@ impl Serve {
                     self.write_turn(&gate, grants)?;
                 }
             }
+            let source = if applied {
+                source
+            } else {
+                source_of(&recorded)
+            };
             self.inner
                 .hub
                 .publish(Notification::Resolved(ApprovalOutcome {
@@ -674,7 +702,48 @@ impl Serve {
                 }));
         }
         self.forget_pending(request_id);
-        Ok((recorded, applied))
+        Ok(Some((recorded, applied)))
+    }
+
+    /// Record `resolution` (see [`Serve::finish`]).
+    fn finish_with(
+        &self,
+        request_id: &str,
+        resolution: StoredResolution,
+        source: ResolutionSource,
+    ) -> Result<(StoredResolution, bool), ServeError> {
+        self.finish(request_id, Some(resolution), source)?
+            .ok_or_else(|| ServeError::UnknownRequest(request_id.to_owned()))
+    }
+
+    /// Reconcile the announced requests no longer pending in the store (resolved by another
+    /// process) and, with `adopt`, announce other processes' new ones.
+    fn sweep(&self, adopt: bool) {
+        let Ok(pending) = self.inner.store.pending_approvals() else {
+            return;
+        };
+        let ids: std::collections::HashSet<&str> =
+            pending.iter().map(|a| a.request.id.as_str()).collect();
+        let gone: Vec<String> = lock(&self.inner.announced)
+            .iter()
+            .filter(|id| !ids.contains(id.as_str()))
+            .cloned()
+            .collect();
+        for id in gone {
+            let _ = self.finish(&id, None, ResolutionSource::Responder);
+        }
+        if !adopt {
+            return;
+        }
+        for a in pending {
+            let ours = lock(&self.inner.turns).contains_key(&a.request.turn_id);
+            if ours || !lock(&self.inner.adopted).insert(a.request.id.clone()) {
+                continue;
+            }
+            if let Err(e) = self.opened(a.request) {
+                eprintln!("turngate serve: announcing a stored request: {e}");
+            }
+        }
     }
 
     /// A request is resolved: drop its expiry file and wake its waiters.
@@ -851,7 +920,7 @@ impl Serve {
                 }
             }
         }
-        let (recorded, wrote) = self.finish(request_id, record, source)?;
+        let (recorded, wrote) = self.finish_with(request_id, record, source)?;
         Ok((recorded, wrote, source))
     }
 
@@ -882,7 +951,7 @@ impl Serve {
         let mut cancelled = Vec::new();
         for a in self.inner.store.pending_approvals()? {
             if a.request.turn_id == turn_id {
-                let (_, applied) = self.finish(
+                let (_, applied) = self.finish_with(
                     &a.request.id,
                     StoredResolution::new(
                         ApprovalResolution::Cancelled,
@@ -929,7 +998,7 @@ impl Serve {
         ) {
             Ok(_) => {}
             Err(LinkError::Expired) => {
-                self.finish(
+                self.finish_with(
                     request_id,
                     StoredResolution::new(
                         ApprovalResolution::Expired,
@@ -979,11 +1048,13 @@ impl Serve {
         Ok(recorded)
     }
 
-    /// Announce the requests other processes defer into the same store (`turngate run` or
-    /// `turngate mcp wrap` with `--approver defer`) as `opened`, with links, the webhook and
-    /// this server's expiry, checking every `every`. Requests of this server's own turns are
-    /// announced when they open and never twice.
-    pub fn watch_store(&self, every: Duration) {
+    /// Check the store every `every`: requests this server announced and another process
+    /// resolved are published as `resolved` (and their waiters wake); with `adopt`, the
+    /// requests other processes defer into the same store (`turngate run` or `turngate mcp
+    /// wrap` with `--approver defer`) are announced as `opened`, with links, the webhook and
+    /// this server's expiry. Requests of this server's own turns are announced when they open
+    /// and never twice.
+    pub fn watch_store(&self, every: Duration, adopt: bool) {
         let serve = self.clone();
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
@@ -991,18 +1062,8 @@ impl Serve {
         handle.spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
-                let Ok(pending) = serve.inner.store.pending_approvals() else {
-                    continue;
-                };
-                for a in pending {
-                    let ours = lock(&serve.inner.turns).contains_key(&a.request.turn_id);
-                    if ours || !lock(&serve.inner.adopted).insert(a.request.id.clone()) {
-                        continue;
-                    }
-                    if let Err(e) = serve.opened(a.request) {
-                        eprintln!("turngate serve: announcing a stored request: {e}");
-                    }
-                }
+                let s = serve.clone();
+                let _ = tokio::task::spawn_blocking(move || s.sweep(adopt)).await;
             }
         });
     }
