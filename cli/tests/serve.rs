@@ -315,6 +315,14 @@ fn stdio_ask_answered_from_a_second_client_then_cached_for_the_turn() {
         "the cached grant prompted again: {:?}",
         b.notes
     );
+    b.drain_for(Duration::from_millis(900));
+    assert!(
+        !b.notes
+            .iter()
+            .any(|n| n["method"] == "turn/permission/request/resolved"),
+        "resolved was published twice: {:?}",
+        b.notes
+    );
     // A different command still asks (the grant is for that exact scope).
     let other = a.call(
         "turn/action/authorize",
