@@ -1259,3 +1259,40 @@ fn a_remote_bind_with_allow_remote_prints_a_warning() {
     let _ = child.wait();
     assert!(warned, "no warning for a non-loopback bind");
 }
+
+/// `turn/start` with a policy: its rules apply to the turn (an allow runs without asking, a
+/// deny is denied without a prompt), and a malformed policy is invalid params.
+#[test]
+fn turn_start_takes_a_policy() {
+    let dir = tmp();
+    let (_server, mut a) = start(dir.path(), false, &[]);
+    let policy = json!({"layers": [{"name": "team", "rules": [
+        {"kind": "shell_command", "effect": "allow", "pattern": "git status"},
+        {"kind": "shell_command", "effect": "deny", "pattern": "curl"},
+    ]}]});
+    a.call(
+        "turn/start",
+        json!({"turn_id": "p1", "profile": {"mode": "supervised"}, "workspace": workspace(dir.path()), "policy": policy}),
+    );
+    let ok = a.call(
+        "turn/action/authorize",
+        json!({"turn_id": "p1", "kind": "shell_command", "target": "git status"}),
+    );
+    assert_eq!(ok["outcome"], "allowed", "{ok}");
+    let no = a.call(
+        "turn/action/authorize",
+        json!({"turn_id": "p1", "kind": "shell_command", "target": "curl example.com"}),
+    );
+    assert_eq!(no["outcome"], "denied", "{no}");
+    a.drain_for(Duration::from_millis(200));
+    assert!(
+        !a.notes
+            .iter()
+            .any(|n| n["method"] == "turn/permission/request/opened")
+    );
+    let bad = a.call_err(
+        "turn/start",
+        json!({"turn_id": "p2", "workspace": workspace(dir.path()), "policy": {"layers": [{"name": "x", "rules": [{"kind": "nope"}]}]}}),
+    );
+    assert_eq!(bad["code"], -32602);
+}
