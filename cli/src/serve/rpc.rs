@@ -205,6 +205,10 @@ struct ListParams {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct NoParams {}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct SpawnParams {
     turn_id: String,
     command_line: String,
@@ -309,7 +313,7 @@ async fn dispatch(serve: &Serve, method: &str, p: Value) -> Result<Value, RpcErr
             Ok(json!({"cancelled": serve.end_turn(&p.turn_id)?}))
         }
         "console/state" => {
-            let _: ListParams = params(p)?;
+            let _: NoParams = params(p)?;
             Ok(json!({"turns": serve.turn_ids(), "state": to_json(&serve.client_state())?}))
         }
         other => Err(RpcError::new(
