@@ -146,11 +146,11 @@ impl LinkSigner {
         expiry: u64,
         decision: LinkDecision,
     ) -> Hmac<Sha256> {
-        // `new_from_slice` accepts any key length for HMAC; a fixed 32-byte key cannot fail.
-        let mut mac = match <Hmac<Sha256> as Mac>::new_from_slice(&self.key) {
-            Ok(m) => m,
-            Err(_) => unreachable_hmac(),
-        };
+        // HMAC pads a key shorter than the hash's block (64 bytes) with zeros, so the key in a
+        // zeroed block is the same key, through the infallible fixed-size constructor.
+        let mut block = [0u8; 64];
+        block[..KEY_LEN].copy_from_slice(&self.key);
+        let mut mac = <Hmac<Sha256> as hmac::digest::KeyInit>::new(&block.into());
         for part in [
             DOMAIN,
             request_id.as_bytes(),
@@ -207,18 +207,29 @@ impl LinkSigner {
     }
 }
 
-#[cold]
-fn unreachable_hmac() -> ! {
-    // HMAC takes keys of any length; this cannot happen.
-    std::process::abort()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn signer() -> LinkSigner {
         LinkSigner::with_key([7; 32])
+    }
+
+    #[test]
+    fn the_mac_is_rfc_hmac_sha256_of_the_key() {
+        // The zero-padded block constructor is HMAC with the 32-byte key itself.
+        let key = [7u8; 32];
+        let mut a = <Hmac<Sha256> as Mac>::new_from_slice(&key).unwrap_or_else(|e| panic!("{e}"));
+        for part in [
+            DOMAIN, b"apr_a", b"\0", b"s", b"\0", b"100", b"\0", b"approve",
+        ] {
+            a.update(part);
+        }
+        let tag = crate::approval::scope::to_hex(&a.finalize().into_bytes());
+        assert_eq!(
+            signer().sign("apr_a", "s", 100, LinkDecision::Approve),
+            format!("100.{tag}")
+        );
     }
 
     #[test]
