@@ -48,7 +48,7 @@ impl Outcome {
             self.verdict.layer,
             rule,
             self.verdict.reason.as_str(),
-            self.normalized
+            turngate::display::for_terminal(&self.normalized)
         );
         let line = match &self.decided_by {
             Some(part) => format!("{line}  decided_by={part}"),

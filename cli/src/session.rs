@@ -157,7 +157,10 @@ pub fn finish(outcome: &ProcessOutcome, report: Option<&Path>) -> Result<u8, Cli
 }
 
 pub fn denied(reason: &str) -> u8 {
-    eprintln!("turngate: denied: {reason}");
+    eprintln!(
+        "turngate: denied: {}",
+        turngate::display::for_terminal(reason)
+    );
     EXIT_DENIED
 }
 
@@ -274,7 +277,10 @@ pub fn list(store: &dyn AuditStore, json: bool) -> Result<u8, CliError> {
         for p in &pending {
             println!(
                 "{}  turn={}  {} {}",
-                p.request.id, p.request.turn_id, p.action.kind, p.action.target
+                turngate::display::for_terminal(&p.request.id),
+                turngate::display::for_terminal(&p.request.turn_id),
+                p.action.kind,
+                turngate::display::for_terminal(&p.action.target)
             );
         }
     }

@@ -650,6 +650,42 @@ fn a_refused_server_command_does_not_start_and_says_why() {
 }
 
 #[test]
+fn a_read_root_that_is_the_stores_directory_refuses_the_server() {
+    // Red team F4: with `--read DIR` and the store in DIR, the server read the whole audit
+    // log (earlier arguments and approvals). The store's directory cannot be hidden when it
+    // is the root itself, so the server does not start.
+    if !python_available() {
+        return;
+    }
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("server.py"), SERVER).unwrap();
+    let policy = policy_allowing_the_server(ws.path());
+    let out = Command::new(bin())
+        .args(["mcp", "wrap", "--name", "fx", "--mode", "auto_accept_edits"])
+        .args(["--approver", "allow", "--workspace"])
+        .arg(ws.path())
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--read")
+        .arg(state.path())
+        .arg("--store")
+        .arg(state.path().join("audit.db"))
+        .arg("--")
+        .arg(PYTHON)
+        .arg(ws.path().join("server.py"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("audit store") && stderr.contains(&state.path().display().to_string()),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_deferred_call_waits_for_its_resolution_while_the_session_goes_on() {
     if !python_available() {
         return;

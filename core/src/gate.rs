@@ -181,12 +181,12 @@ pub enum GateError {
     /// A reviewed run could not start or its change set could not be recorded.
     #[error(transparent)]
     Changes(#[from] crate::changes::ChangeError),
-    /// The audit store lies in a writable root where the sandbox cannot hide it from the
-    /// command (which could then rewrite its own audit log and approvals): nothing ran.
+    /// The audit store lies in a root where the sandbox cannot hide it from the command
+    /// (which could then read, or rewrite, its own audit log and approvals): nothing ran.
     #[error(
-        "the audit store's directory {} lies in the writable root {} and cannot be hidden \
-         from the command there; put the store (--store) outside the workspace or in a \
-         subdirectory of it; nothing ran",
+        "the audit store's directory {} lies in the root {} and cannot be hidden from the \
+         command there; put the store (--store) outside the turn's roots or in a \
+         subdirectory of one; nothing ran",
         store.display(),
         root.display()
     )]

@@ -6,6 +6,7 @@ pub mod approval;
 pub mod audit;
 pub mod changes;
 pub mod check;
+pub mod display;
 pub mod error;
 pub mod gate;
 pub mod mcp;

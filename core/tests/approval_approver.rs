@@ -226,6 +226,34 @@ async fn stdin_approver_approves_only_on_y() {
 }
 
 #[tokio::test]
+async fn the_prompt_shows_control_characters_instead_of_obeying_them() {
+    // Red team 4 F3: a line that erases itself on the terminal showed `git status` while
+    // `rm -rf important` was what a `y` approved.
+    let policy = base_policy().compile().unwrap();
+    let line = "rm -rf important #\r\x1b[2K\x1b[1A\x1b[2K\rturngate: bash wants shell_command on git status";
+    let c = ctx(
+        Action::new(ActionKind::ShellCommand, line).with_tool("bash"),
+        &policy,
+    );
+    let screen = Screen::default();
+    let approver = StdinApprover::with_io(
+        Box::new(Cursor::new(b"n\n".to_vec())),
+        Box::new(screen.clone()),
+    );
+    let _ = approver.decide(&c).await;
+    let shown = String::from_utf8(screen.0.lock().unwrap().clone()).unwrap();
+    let first = shown.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("rm -rf important #\\r\\x1b[2K"),
+        "the controls are spelled out on the request's own line: {shown:?}"
+    );
+    assert!(
+        !shown.contains(['\r', '\x1b']),
+        "no control character reached the terminal: {shown:?}"
+    );
+}
+
+#[tokio::test]
 async fn broker_approver_waits_for_a_client_response() {
     let policy = Arc::new(base_policy().compile().unwrap());
     let broker = ApprovalBroker::new(Arc::clone(&policy));

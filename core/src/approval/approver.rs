@@ -150,16 +150,23 @@ impl StdinApprover {
 
     /// The prompt text shown for `ctx`.
     pub fn prompt(ctx: &ApprovalContext) -> String {
+        use crate::display::for_terminal as shown;
         let r = &ctx.request;
         let mut text = format!(
             "turngate: {} wants {} on {}\n",
-            r.tool_name, r.action_kind, r.details.target
+            shown(&r.tool_name),
+            r.action_kind,
+            shown(&r.details.target)
         );
         if let Some(summary) = &r.summary {
-            text.push_str(&format!("  {summary}\n"));
+            text.push_str(&format!("  {}\n", shown(summary)));
         }
         for line in &r.details.lines {
-            text.push_str(&format!("  {}: {}\n", line.label, line.value));
+            text.push_str(&format!(
+                "  {}: {}\n",
+                shown(&line.label),
+                shown(&line.value)
+            ));
         }
         text.push_str(&format!("  reason: {}\nAllow? [y/N] ", r.reason.as_str()));
         text

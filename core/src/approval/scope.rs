@@ -105,9 +105,10 @@ impl ApprovalScope {
     ///   resolved path when the file checker has one: the scope is the resolved path.
     /// - `network`: the canonical `host:port` (a URL's port is its scheme's default when not
     ///   written). A bare host without a port is an error: a grant must name a port.
-    /// - `shell_command`: a plain command line becomes program + args + `cwd`; a line that
-    ///   cannot be parsed statically stays verbatim as a `name` target, so only that exact line
-    ///   matches. Without a `cwd`, the empty string is used.
+    /// - `shell_command`: a line of one command whose arguments are all static, with no
+    ///   redirection and no assignment, becomes program + args + `cwd`; any other line stays
+    ///   verbatim as a `name` target, so only that exact line matches. Without a `cwd`, the
+    ///   empty string is used.
     /// - Other kinds: the target verbatim as a `name`.
     pub fn from_action(action: &Action, cwd: Option<&str>) -> Result<Self, ScopeError> {
         let err = |message| ScopeError {
@@ -133,17 +134,27 @@ impl ApprovalScope {
             }
             ActionKind::ShellCommand => {
                 let parsed = parse_command_line(&action.target);
-                match (parsed.unresolved.is_empty(), parsed.commands.as_slice()) {
-                    (true, [command]) => ScopeTarget::Command {
-                        program: command.program.clone(),
-                        args: command.args.clone(),
-                        cwd: match cwd {
-                            Some(cwd) => normalize_path_lexically(cwd)
-                                .map_err(|e| err(e.0))?
-                                .into_owned(),
-                            None => String::new(),
-                        },
-                    },
+                // Program and arguments stand for the line only where bash runs exactly
+                // them: one command, every argument static (`rm '*'` is not `rm *`), no
+                // redirection (`cat f` is not `cat f > .git/config`) and no assignment or
+                // other shell construct around it (`PAGER=x git log` is not `git log`).
+                // Anything else is scoped by its exact text (red team 4 F2).
+                let exact = parsed.unresolved.is_empty()
+                    && parsed.redirects.is_empty()
+                    && parsed.internal.is_empty();
+                match (exact, parsed.commands.as_slice()) {
+                    (true, [command]) if command.args_static.iter().all(|s| *s) => {
+                        ScopeTarget::Command {
+                            program: command.program.clone(),
+                            args: command.args.clone(),
+                            cwd: match cwd {
+                                Some(cwd) => normalize_path_lexically(cwd)
+                                    .map_err(|e| err(e.0))?
+                                    .into_owned(),
+                                None => String::new(),
+                            },
+                        }
+                    }
                     _ => ScopeTarget::Name {
                         name: action.target.clone(),
                     },

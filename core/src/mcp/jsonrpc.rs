@@ -84,8 +84,18 @@ struct Wire {
     error: Option<Value>,
 }
 
+/// The largest integer every JSON reader holds exactly (2^53 − 1, JavaScript's
+/// `Number.MAX_SAFE_INTEGER`).
+const MAX_SAFE_ID: i64 = (1 << 53) - 1;
+
+/// A string, or an integer that a JavaScript peer reads as the same number. Two ids beyond
+/// 2^53 can be distinct here and one number there, so the proxy's attribution and the
+/// peer's would differ: such an id is refused, in both directions.
 fn usable_id(id: &Value) -> bool {
-    id.is_string() || id.is_i64() || id.is_u64()
+    id.is_string()
+        || id
+            .as_i64()
+            .is_some_and(|n| (-MAX_SAFE_ID..=MAX_SAFE_ID).contains(&n))
 }
 
 /// Parse one line.
@@ -137,7 +147,7 @@ pub fn parse(line: &[u8]) -> Result<Message, ParseError> {
             }),
             Some(_) => Err(invalid(
                 &None,
-                "a request id must be a string or an integer",
+                "a request id must be a string or an integer within ±(2^53 − 1)",
             )),
         },
         (Some(_), None, None) => Err(invalid(&wire.id, "`method` must be a string")),
@@ -146,14 +156,20 @@ pub fn parse(line: &[u8]) -> Result<Message, ParseError> {
                 id,
                 body: Ok(result),
             }),
-            _ => Err(invalid(&None, "a response needs a string or integer id")),
+            _ => Err(invalid(
+                &None,
+                "a response needs a string id or an integer id within ±(2^53 − 1)",
+            )),
         },
         (None, None, Some(error)) if wire.params.is_none() => match wire.id {
             Some(id) if usable_id(&id) => Ok(Message::Response {
                 id,
                 body: Err(error),
             }),
-            _ => Err(invalid(&None, "a response needs a string or integer id")),
+            _ => Err(invalid(
+                &None,
+                "a response needs a string id or an integer id within ±(2^53 − 1)",
+            )),
         },
         _ => Err(invalid(
             &wire.id,
@@ -272,6 +288,43 @@ mod tests {
             parse(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#),
             Err(ParseError::Invalid { .. })
         ));
+    }
+
+    #[test]
+    fn ids_a_javascript_peer_would_round_are_refused_both_ways() {
+        // 2^53 + 1 and 2^53 are one number to JavaScript: distinct here, the same there.
+        for id in [
+            "9007199254740993",
+            "9007199254740992",
+            "-9007199254740992",
+            "18446744073709551615",
+        ] {
+            let request = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call"}}"#);
+            assert!(
+                matches!(
+                    parse(request.as_bytes()),
+                    Err(ParseError::Invalid { id: None, .. })
+                ),
+                "request id {id}"
+            );
+            let response = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#);
+            assert!(
+                matches!(
+                    parse(response.as_bytes()),
+                    Err(ParseError::Invalid { id: None, .. })
+                ),
+                "response id {id}"
+            );
+        }
+        for id in ["9007199254740991", "-9007199254740991", "0"] {
+            let request = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call"}}"#);
+            assert!(
+                matches!(parse(request.as_bytes()), Ok(Message::Request { .. })),
+                "{id}"
+            );
+        }
+        // A float is not an integer id, whatever its value.
+        assert!(parse(br#"{"jsonrpc":"2.0","id":1.0,"method":"x"}"#).is_err());
     }
 
     #[test]

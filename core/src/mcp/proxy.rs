@@ -18,6 +18,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::args::argument_targets;
 use super::jsonrpc::{self, Message, ParseError, id_key};
@@ -74,13 +75,32 @@ pub enum ProxyEnd {
 }
 
 enum Frame {
-    Line(Vec<u8>),
+    /// A line, holding its share of the reader's byte budget until it is dropped.
+    Line(Vec<u8>, OwnedSemaphorePermit),
     TooLong,
 }
 
+/// The bytes of read but unhandled lines one reader may hold: one line at the limit, or
+/// many smaller ones. A peer that stops reading stalls its sender, and what piles up
+/// behind it is bounded by this, not by a count of frames (red team F6: 64 frames of up to
+/// 64 MiB each were queued).
+fn frame_budget(max: usize) -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(budget_size(max)))
+}
+
+fn budget_size(max: usize) -> usize {
+    max.clamp(1, u32::MAX as usize)
+}
+
 /// Read newline-delimited frames into `tx`, at most `max` bytes each; a longer one is
-/// skipped to its newline and reported as [`Frame::TooLong`]. Ends at EOF or a read error.
-async fn read_frames<R: AsyncRead + Unpin>(reader: R, max: usize, tx: mpsc::Sender<Frame>) {
+/// skipped to its newline and reported as [`Frame::TooLong`]. A line waits for its bytes
+/// in `budget` before it is queued. Ends at EOF, a read error or a closed receiver.
+async fn read_frames<R: AsyncRead + Unpin>(
+    reader: R,
+    max: usize,
+    budget: Arc<Semaphore>,
+    tx: mpsc::Sender<Frame>,
+) {
     let mut reader = BufReader::with_capacity(64 * 1024, reader);
     let mut line = Vec::new();
     let mut skipping = false;
@@ -123,13 +143,19 @@ async fn read_frames<R: AsyncRead + Unpin>(reader: R, max: usize, tx: mpsc::Send
                 if line.last() == Some(&b'\r') {
                     line.pop();
                 }
-                if !line.iter().all(u8::is_ascii_whitespace)
-                    && tx
-                        .send(Frame::Line(std::mem::take(&mut line)))
+                if !line.iter().all(u8::is_ascii_whitespace) {
+                    let size = u32::try_from(line.len().max(1)).unwrap_or(u32::MAX);
+                    let permits = size.min(u32::try_from(budget_size(max)).unwrap_or(u32::MAX));
+                    let Ok(permit) = budget.clone().acquire_many_owned(permits).await else {
+                        return;
+                    };
+                    if tx
+                        .send(Frame::Line(std::mem::take(&mut line), permit))
                         .await
                         .is_err()
-                {
-                    return;
+                    {
+                        return;
+                    }
                 }
                 line.clear();
             }
@@ -288,8 +314,8 @@ impl<'g> McpProxy<'g> {
         let max = self.options.max_line;
         let (ctx, mut crx) = mpsc::channel(64);
         let (stx, mut srx) = mpsc::channel(64);
-        let client_reader = tokio::spawn(read_frames(client_in, max, ctx));
-        let server_reader = tokio::spawn(read_frames(server_out, max, stx));
+        let client_reader = tokio::spawn(read_frames(client_in, max, frame_budget(max), ctx));
+        let server_reader = tokio::spawn(read_frames(server_out, max, frame_budget(max), stx));
         let mut server_in = Some(server_in);
         let mut decisions: FuturesUnordered<Deciding<'g>> = FuturesUnordered::new();
         // After the client closed its side, answers still owed to it are delivered for a
@@ -316,14 +342,14 @@ impl<'g> McpProxy<'g> {
                         )],
                         server: Vec::new(),
                     },
-                    Some(Frame::Line(line)) => self.on_client(&line, &mut decisions),
+                    Some(Frame::Line(line, _held)) => self.on_client(&line, &mut decisions),
                 },
                 frame = srx.recv() => match frame {
                     None => break ProxyEnd::ServerClosed,
                     Some(Frame::TooLong) => break ProxyEnd::ServerBroke(format!(
                         "the server sent a message longer than {max} bytes"
                     )),
-                    Some(Frame::Line(line)) => self.on_server(&line),
+                    Some(Frame::Line(line, _held)) => self.on_server(&line),
                 },
                 Some(done) = decisions.next(), if !decisions.is_empty() => self.decided(done),
                 () = tokio::time::sleep_until(drain_until), if client_closed => {
@@ -813,15 +839,48 @@ mod tests {
 
     async fn frames(input: &'static [u8], max: usize) -> Vec<Option<Vec<u8>>> {
         let (tx, mut rx) = mpsc::channel(16);
-        read_frames(input, max, tx).await;
+        read_frames(input, max, frame_budget(1 << 20), tx).await;
         let mut out = Vec::new();
         while let Some(f) = rx.recv().await {
             out.push(match f {
-                Frame::Line(l) => Some(l),
+                Frame::Line(l, _) => Some(l),
                 Frame::TooLong => None,
             });
         }
         out
+    }
+
+    #[tokio::test]
+    async fn unhandled_lines_are_bounded_by_bytes_not_by_count() {
+        // Red team F6: a peer that stops reading must not let the other side pile up
+        // frames in memory. With a budget of 8 bytes, a second 5-byte line waits until the
+        // first is handled, though the channel has room for 16 frames.
+        let (tx, mut rx) = mpsc::channel(16);
+        let budget = frame_budget(8);
+        let reader = tokio::spawn(read_frames(
+            &b"aaaaa\nbbbbb\nccccc\n"[..],
+            8,
+            budget.clone(),
+            tx,
+        ));
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        let Some(Frame::Line(first, held)) = rx.try_recv().ok() else {
+            panic!("the first line was not queued");
+        };
+        assert_eq!(first, b"aaaaa");
+        assert!(
+            rx.try_recv().is_err(),
+            "a second line was queued past the budget"
+        );
+        drop(held);
+        let Some(Frame::Line(second, _)) = rx.recv().await else {
+            panic!("the second line never came");
+        };
+        assert_eq!(second, b"bbbbb");
+        drop(rx);
+        reader.await.expect("the reader ends");
     }
 
     #[tokio::test]

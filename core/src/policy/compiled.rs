@@ -753,9 +753,17 @@ impl CompiledPolicy {
         let folded = fold_case(&exact);
         let args = Args { argv, min_words };
         let turn = self.turn.as_deref();
+        // Deny and ask rules match the basename wherever the program lies (`/usr/bin/rm` is
+        // `rm`); an allow rule only where the name means the system's program. `./tools/ls`
+        // is whatever the command or the agent wrote there, not `ls` (red team 4 F5).
+        let allowable: &[&str] = if names_system_program(&program) {
+            &[&exact]
+        } else {
+            &[]
+        };
         self.evaluate_with(
             ActionKind::ShellCommand,
-            &[&exact],
+            allowable,
             &[&folded],
             args,
             tool,
@@ -888,6 +896,28 @@ impl CompiledPolicy {
             Some(v) => v,
         }
     }
+}
+
+/// Whether a program word names the system's program: a bare name (found on the PATH the
+/// sandbox rebuilds without the writable roots) or an absolute path, without `..`, in the
+/// system's program directories.
+fn names_system_program(program: &str) -> bool {
+    const SYSTEM_DIRS: &[&str] = &[
+        "/bin/",
+        "/sbin/",
+        "/usr/bin/",
+        "/usr/sbin/",
+        "/usr/local/bin/",
+        "/usr/local/sbin/",
+    ];
+    if !program.contains('/') {
+        return true;
+    }
+    SYSTEM_DIRS.iter().any(|d| {
+        program
+            .strip_prefix(d)
+            .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
+    }) && !program.split('/').any(|c| c == "..")
 }
 
 #[cfg(test)]

@@ -316,6 +316,12 @@ pub const PROTECTED_WRITE_PATTERNS: &[&str] = &[
     "*/.git/commondir",
     ".git/worktrees/*/commondir",
     "*/.git/worktrees/*/commondir",
+    // In a linked worktree or a submodule checkout `.git` is a file naming the repository
+    // (`gitdir: …`); rewritten, it sends git to a config the command wrote (red team 4 F4).
+    // Matched as a path, so a write to the `.git` directory's own name asks too; the
+    // sandbox keeps the directory writable (its config and hooks are masked one by one).
+    ".git",
+    "*/.git",
 ];
 
 /// A layered policy: plain data in the policy file format. Compile it once with

@@ -197,7 +197,11 @@ impl Walk<'_> {
             .policy
             .explain_path(ActionKind::FileRead, &spellings, None);
         let denied = secret_name || read.effect == Effect::Deny;
+        let git_name = path.file_name().is_some_and(|n| n == ".git");
         if meta.file_type().is_symlink() {
+            if writable && git_name {
+                self.symlinked_git_dir(path);
+            }
             if denied {
                 // An alias under a denied name: hide what it points to, inside the roots.
                 if let Ok(target) = std::fs::canonicalize(path)
@@ -225,11 +229,36 @@ impl Walk<'_> {
             let write = self
                 .policy
                 .explain_path(ActionKind::FileWrite, &spellings, None);
-            if matches!(write.reason, Reason::DenyRule | Reason::AskRule) {
+            let protected = matches!(write.reason, Reason::DenyRule | Reason::AskRule);
+            // The `.git` directory stays writable (commits write it); what in it runs code
+            // is masked by name. A `.git` *file* (a worktree's or a submodule's pointer)
+            // is read-only whatever the policy says (red team 4 F4).
+            if (protected && !(git_name && meta.is_dir())) || (git_name && meta.is_file()) {
                 self.push(path, MaskKind::ReadOnly, meta);
             }
         }
         true
+    }
+
+    /// A `.git` that is a symlink (the Android `repo` layout): the repository it points to,
+    /// inside the roots, gets the masks a `.git` directory here would get. The link itself
+    /// can still be replaced by the command (a mount cannot sit on a symlink); see
+    /// `docs/sandbox.md`, known limits.
+    fn symlinked_git_dir(&mut self, link: &Path) {
+        let Ok(target) = std::fs::canonicalize(link) else {
+            return;
+        };
+        if !self.roots.iter().any(|r| target.starts_with(r)) {
+            return;
+        }
+        for rel in ["config", "config.worktree", "commondir", "hooks"] {
+            let path = target.join(rel);
+            if let Ok(meta) = std::fs::symlink_metadata(&path)
+                && !meta.file_type().is_symlink()
+            {
+                self.push(&path, MaskKind::ReadOnly, &meta);
+            }
+        }
     }
 
     fn note_denied(&mut self, meta: &std::fs::Metadata) {

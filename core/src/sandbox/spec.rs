@@ -251,8 +251,12 @@ impl SandboxSpec {
     /// Hide turngate's own state directory `dir` (the audit store's, with its WAL and its
     /// change sets) from the command when it lies beneath one of the roots: a command that
     /// could write it could erase the audit log, forge approvals or edit pending change
-    /// sets. `Err(root)` when that cannot be done safely: `dir` is a writable root itself
-    /// (hiding it would hide the workspace), or there is no mount view to carry the mask.
+    /// sets, and one that could read it would learn earlier turns' arguments and answers.
+    /// `Err(root)` when that cannot be done safely: `dir` is a root itself (hiding it would
+    /// hide the workspace or the whole `--read` directory), or it lies in a writable root
+    /// and there is no mount view to carry the mask. Without a mount view a store beneath
+    /// a read-only root stays readable (never writable); the report names the missing
+    /// mount layer.
     pub fn hide_state_dir(&mut self, dir: &Path) -> Result<(), PathBuf> {
         use std::os::unix::fs::MetadataExt;
         let Some(root) = self
@@ -284,6 +288,8 @@ impl SandboxSpec {
                 });
                 Ok(())
             }
+            // The root itself: the command would read it (red team F4) or write it.
+            Some(_) if mount_view => Err(root.path.clone()),
             _ if writable => Err(root.path.clone()),
             // Beneath a read-only root and not hideable: readable, never writable.
             _ => Ok(()),

@@ -192,6 +192,22 @@ pub(super) fn name_argument(word: &Word, out: &mut ParsedCommandLine) {
     }
 }
 
+/// A builtin's argument naming the variable it assigns (`printf -v`, `read`, `mapfile`,
+/// `getopts`): besides its subscript, a name that redirects programs (`PATH`, `HOME`,
+/// `BASH_CMDS`, ...) is an injection, as `NAME=value` is (red team 4 F10).
+fn assigned_name(word: &Word, out: &mut ParsedCommandLine) {
+    name_argument(word, out);
+    if let Some(t) = word.text.as_deref() {
+        assigned_name_text(t, out);
+    }
+}
+
+fn assigned_name_text(name: &str, out: &mut ParsedCommandLine) {
+    if is_injection_variable(name.split('[').next().unwrap_or(name)) {
+        out.unresolved("environment_injection");
+    }
+}
+
 fn subscript_of_name(name: &str, out: &mut ParsedCommandLine) {
     if let Some(open) = name.find('[') {
         let subscript = &name[open..];
@@ -310,7 +326,7 @@ pub(super) fn builtin(
                     Some("-v") => {
                         out.stores_data = true;
                         match rest.get(i + 1) {
-                            Some(name) => name_argument(name, out),
+                            Some(name) => assigned_name(name, out),
                             None => out.unresolved("parse_error"),
                         }
                         break;
@@ -319,6 +335,7 @@ pub(super) fn builtin(
                     Some(t) if t.starts_with("-v") => {
                         out.stores_data = true;
                         subscript_of_name(&t[2..], out);
+                        assigned_name_text(&t[2..], out);
                         break;
                     }
                     Some(t) if t.starts_with('-') && t != "--" => {}
@@ -340,10 +357,13 @@ pub(super) fn builtin(
                                 match attached {
                                     "" => {
                                         if let Some(name) = rest.get(i + 1) {
-                                            name_argument(name, out);
+                                            assigned_name(name, out);
                                         }
                                     }
-                                    a => subscript_of_name(a, out),
+                                    a => {
+                                        subscript_of_name(a, out);
+                                        assigned_name_text(a, out);
+                                    }
                                 }
                             }
                             if attached.is_empty() {
@@ -351,7 +371,7 @@ pub(super) fn builtin(
                             }
                         }
                     }
-                    _ => name_argument(w, out),
+                    _ => assigned_name(w, out),
                 }
                 i += 1;
             }
@@ -381,7 +401,7 @@ pub(super) fn builtin(
                             }
                         }
                     }
-                    _ => name_argument(w, out),
+                    _ => assigned_name(w, out),
                 }
                 i += 1;
             }
@@ -434,7 +454,7 @@ pub(super) fn builtin(
         "getopts" => {
             out.stores_data = true;
             if let Some(name) = rest.get(1) {
-                name_argument(name, out);
+                assigned_name(name, out);
             }
         }
         "wait" => {
@@ -442,10 +462,13 @@ pub(super) fn builtin(
                 match w.text.as_deref() {
                     Some("-p") => {
                         if let Some(name) = rest.get(i + 1) {
-                            name_argument(name, out);
+                            assigned_name(name, out);
                         }
                     }
-                    Some(t) if t.starts_with("-p") => subscript_of_name(&t[2..], out),
+                    Some(t) if t.starts_with("-p") => {
+                        subscript_of_name(&t[2..], out);
+                        assigned_name_text(&t[2..], out);
+                    }
                     _ => {}
                 }
             }

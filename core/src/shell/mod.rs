@@ -120,10 +120,87 @@ const RESERVED: &[&str] = &[
     "done", "in", "function", "time", "coproc", "{", "}", "!", "[[", "]]",
 ];
 
-/// Names whose assignment changes which program runs or injects code into it.
+/// Names whose assignment changes which program runs or injects code into it: the env
+/// checker's injection names, and those that are harmless inherited but not when the line
+/// itself sets them ([`LINE_INJECTION_NAMES`]).
 pub fn is_injection_variable(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
     crate::check::env::injection_reason(name).is_some()
+        || LINE_INJECTION_NAMES.contains(&upper.as_str())
 }
+
+/// Variables a command inherits as a matter of course (so the env checker keeps them), but
+/// whose value *set by the line* points a program at configuration the command may have
+/// written, and configuration can run programs: `HOME=. git status` reads `./.gitconfig`
+/// with its `core.fsmonitor` (red team 4 F7). Also bash's own tables, whose assignment
+/// replaces what a command name runs (`BASH_CMDS[ls]=/bin/sh`, F9). Build flags (`CC`,
+/// `RUSTFLAGS`, `MAKEFLAGS`) are not listed: a build tool runs the workspace's code anyway.
+pub const LINE_INJECTION_NAMES: &[&str] = &[
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_CONFIG_DIRS",
+    "XDG_DATA_HOME",
+    "XDG_DATA_DIRS",
+    "GIT_DIR",
+    "GIT_COMMON_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    "TAR_OPTIONS",
+    "WGETRC",
+    "CURL_HOME",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "GOROOT",
+    "GOTOOLCHAIN",
+    "SHELL",
+    "ENV",
+    "ZDOTDIR",
+    "INPUTRC",
+    "PIP_CONFIG_FILE",
+    "PYTHONUSERBASE",
+    "PYTHONHOME",
+    "NODE_PATH",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "GEM_HOME",
+    "GEM_PATH",
+    "BUNDLE_GEMFILE",
+    "VIMINIT",
+    "EXINIT",
+    "MYVIMRC",
+    "LESSKEY",
+    "SYSTEMD_PAGER",
+    "SYSTEMD_EDITOR",
+    "GNUPGHOME",
+    "DOCKER_CONFIG",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "BOTO_CONFIG",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "GIT_ASKPASS",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_EXEC_PATH",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_PROXY_COMMAND",
+    "GIT_CONFIG",
+    "BASH_CMDS",
+    "BASH_ALIASES",
+    "BASH_LOADABLES_PATH",
+    "BASH_XTRACEFD",
+    "EXECIGNORE",
+    "CDPATH",
+];
 
 /// Parse a command line.
 ///
@@ -132,6 +209,9 @@ pub fn is_injection_variable(name: &str) -> bool {
 pub fn parse_command_line(line: &str) -> ParsedCommandLine {
     let mut parsed = ParsedCommandLine::default();
     parse_into(line, 0, &mut parsed);
+    if reads_line_as_data(line) {
+        parsed.unresolved("line_as_data");
+    }
     if parsed.stores_data && parsed.arithmetic_reads_variable {
         parsed.unresolved("variable_in_arithmetic");
     }
@@ -148,6 +228,17 @@ pub fn parse_command_line(line: &str) -> ParsedCommandLine {
         parsed.unresolved("directory_change_before_redirect");
     }
     parsed
+}
+
+/// Bash's variables whose value is the command line itself, comments included: a line that
+/// names one can cut any text out of itself (`${BASH_EXECUTION_STRING##*#}`) and hand it to
+/// arithmetic, which runs the command substitutions of a subscript (red team 4 F1). The data
+/// is the line's own, so no word of it looks like stored data. Named anywhere, even in a
+/// string, it is unresolved: a name can reach `${!name}` or `declare -n`.
+fn reads_line_as_data(line: &str) -> bool {
+    ["BASH_EXECUTION_STRING", "BASH_COMMAND"]
+        .iter()
+        .any(|name| line.contains(name))
 }
 
 fn basename(program: &str) -> &str {
@@ -272,6 +363,9 @@ impl Walker<'_, '_> {
         if node.is_error() || node.is_missing() {
             self.out.unresolved("parse_error");
         }
+        if node.is_named() && node.child_count() == 0 {
+            self.opaque_leaf(node);
+        }
         match node.kind() {
             "command" => self.command(node),
             "command_substitution" => self.out.unresolved("command_substitution"),
@@ -342,6 +436,42 @@ impl Walker<'_, '_> {
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
             self.walk(child, level + 1);
+        }
+    }
+
+    /// A leaf whose text bash may still expand. tree-sitter gives some operands as opaque
+    /// text: the pattern of `${v#PAT}`, `${v%PAT}`, `${v^PAT}`, `${v,PAT}` (and their doubled
+    /// forms) and the regex of `[[ x =~ RE ]]`. Bash expands them, command substitutions
+    /// included, so a substitution in such a leaf is reported as one (red team 4 F0). Single
+    /// quotes, `$'…'` and comments are never expanded; a here-document body is judged apart.
+    fn opaque_leaf(&mut self, node: Node<'_>) {
+        if matches!(
+            node.kind(),
+            "comment"
+                | "raw_string"
+                | "ansi_c_string"
+                | "heredoc_body"
+                | "heredoc_content"
+                | "heredoc_start"
+                | "heredoc_end"
+        ) {
+            return;
+        }
+        let t = self.text(node);
+        let (substitution, process, expansion) = (
+            t.contains("$(") || t.contains('`'),
+            t.contains("<(") || t.contains(">("),
+            t.contains("${"),
+        );
+        if substitution {
+            self.out.unresolved("command_substitution");
+        }
+        if process {
+            self.out.unresolved("process_substitution");
+        }
+        if expansion && matches!(node.kind(), "regex" | "extglob_pattern") {
+            // A nested `${…}` the walker cannot see (`${x@P}` in a pattern).
+            self.out.unresolved("opaque_expansion");
         }
     }
 

@@ -687,6 +687,7 @@ pub(super) fn follow(
                 out.unresolved("program_runs_commands");
             }
         }
+        _ if option_runs_program(name, &rest) => out.unresolved("program_runs_commands"),
         _ => {
             if let Some(spec) = SPECS.iter().find(|s| s.names.contains(&name)) {
                 return wrapper(name, spec, rest, depth, out);
@@ -694,6 +695,53 @@ pub(super) fn follow(
         }
     }
     None
+}
+
+/// Options that name a program for the tool to run (red team 4 F6), as (long option, the
+/// shortest prefix getopt_long would take for it, short option). A long option is matched
+/// as any prefix from that length, a short one anywhere in a cluster; a word that is not
+/// static counts as one (it could be the option).
+const PROGRAM_OPTIONS: &[(&[&str], &[(&str, usize)], &[char])] = &[
+    (&["sort", "gsort"], &[("compress-program", 3)], &[]),
+    (&["split", "gsplit"], &[("filter", 2)], &[]),
+    (&["install", "ginstall"], &[("strip-program", 6)], &[]),
+    (&["sdiff", "diff3"], &[("diff-program", 2)], &[]),
+    (&["wget"], &[("use-askpass", 2), ("execute", 2)], &['e']),
+    (&["man"], &[("pager", 2), ("html", 2)], &['P', 'H']),
+    (&["cpio"], &[("rsh-command", 2)], &[]),
+    (&["rpm"], &[("eval", 2), ("pipe", 2)], &['E']),
+    (&["tcpdump"], &[], &['z']),
+    (&["dpkg"], &[("pre-invoke", 3), ("post-invoke", 3)], &[]),
+];
+
+/// Whether `name`'s arguments name a program for it to run ([`PROGRAM_OPTIONS`]).
+fn option_runs_program(name: &str, rest: &[Word]) -> bool {
+    let Some((_, longs, shorts)) = PROGRAM_OPTIONS.iter().find(|(n, _, _)| n.contains(&name))
+    else {
+        return false;
+    };
+    for w in rest {
+        let Some(t) = w.text.as_deref() else {
+            return true;
+        };
+        if t == "--" {
+            return false;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            let opt = long.split('=').next().unwrap_or(long);
+            if longs
+                .iter()
+                .any(|(full, min)| opt.len() >= *min && full.starts_with(opt))
+            {
+                return true;
+            }
+        } else if let Some(cluster) = t.strip_prefix('-')
+            && cluster.chars().any(|c| shorts.contains(&c))
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// `rg --pre`, and the tar options that run a program (`-I`, `--to-command`, ...), also
