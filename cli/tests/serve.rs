@@ -1296,3 +1296,37 @@ fn turn_start_takes_a_policy() {
     );
     assert_eq!(bad["code"], -32602);
 }
+
+/// The approval page shows what would hide or reorder text escaped (a carriage return, a
+/// right-to-left override): what the button approves is what the page shows.
+#[test]
+fn the_approval_page_shows_hidden_characters_escaped() {
+    let dir = tmp();
+    let (server, mut a) = start(dir.path(), true, &[]);
+    let port = server.http.unwrap_or_default();
+    start_turn(&mut a, dir.path(), "t13");
+    let target = "echo hi #\r\u{202e}git status";
+    let r = a.call(
+        "turn/action/authorize",
+        json!({"turn_id": "t13", "kind": "shell_command", "target": target, "wait": false}),
+    );
+    assert_eq!(r["outcome"], "deferred", "{r}");
+    let page = http(
+        port,
+        "GET",
+        &path_of(r["approve_url"].as_str().unwrap_or_default()),
+        &[],
+        b"",
+    );
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains(r"echo hi #\r\u{202e}git status"),
+        "{}",
+        page.body
+    );
+    assert!(
+        !page.body.contains('\u{202e}') && !page.body.contains('\r'),
+        "{}",
+        page.body
+    );
+}

@@ -4,7 +4,11 @@
 use turngate::audit::StoredApproval;
 use turngate::serve::LinkDecision;
 
+/// `s` for HTML: first every character that could hide or reorder text shown escaped (as on a
+/// terminal: `\r`, bidirectional overrides, zero-width characters, ...; what the button
+/// approves must be what the page shows), then HTML-escaped.
 fn esc(s: &str) -> String {
+    let s = turngate::display::for_terminal(s);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -121,7 +125,10 @@ pub fn console() -> String {
 }
 
 const CONSOLE_JS: &str = r#"
-const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c])
+// As turngate's display::for_terminal: characters that hide or reorder text are shown escaped.
+const shown = (s) => String(s).replace(/[\\\u0000-\u0008\u000a-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g, (c) =>
+  c === '\\' ? '\\\\' : c === '\n' ? '\\n' : c === '\r' ? '\\r' : c.charCodeAt(0) < 0x100 ? '\\x' + c.charCodeAt(0).toString(16).padStart(2, '0') : '\\u{' + c.charCodeAt(0).toString(16).padStart(4, '0') + '}')
+const esc = (s) => shown(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c])
 const LABELS = { allow_once: 'Allow once', allow_for_turn: 'Allow for turn', deny: 'Deny' }
 const token = new URLSearchParams(location.search).get('access_token') || ''
 const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws?access_token=' + encodeURIComponent(token))

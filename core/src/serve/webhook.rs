@@ -86,7 +86,9 @@ impl Webhook {
         let r = &opened.request;
         let what = format!(
             "{} wants {} on {}",
-            r.tool_name, r.action_kind, r.details.target
+            crate::display::for_terminal(&r.tool_name),
+            r.action_kind,
+            crate::display::for_terminal(&r.details.target)
         );
         match self.format {
             WebhookFormat::Raw => serde_json::to_value(opened).unwrap_or_default(),
