@@ -133,6 +133,12 @@ test('the console at / shows the prompt over the WebSocket and "Allow for turn" 
   await page.locator('.row[data-kind="approval_resolved"]').waitFor({ timeout: 10_000 })
   const again = await c.call('turn/action/authorize', { turn_id, kind: 'file_write', target: 'notes.md', tool: 'write_file' })
   assert.equal(again.cached_approval, true)
+  // A target with a right-to-left override is shown with it escaped, not applied.
+  await c.call('turn/action/authorize', { turn_id, kind: 'file_write', target: 'evil\u202egpj.md', tool: 'write_file', wait: false })
+  const evil = page.locator('.prompt')
+  await evil.waitFor({ timeout: 30_000 })
+  const text = await evil.innerText()
+  assert.ok(text.includes('evil\\u{202e}gpj.md') && !text.includes('\u202e'), text)
   // Without the token the console and its socket are refused.
   assert.equal((await fetch(`${base}/`)).status, 401)
 })
