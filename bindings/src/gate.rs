@@ -92,7 +92,8 @@ pub enum AuthorizationRecord {
     },
 }
 
-fn authorization(a: Authorization) -> Result<AuthorizationRecord, TurnGateError> {
+/// The record of an authorization (also what `turngate serve` answers `turn/action/authorize` with).
+pub fn authorization(a: Authorization) -> Result<AuthorizationRecord, TurnGateError> {
     Ok(match a {
         Authorization::Allowed {
             action,
@@ -396,7 +397,8 @@ fn reviewed_record(reviewed: Reviewed) -> Result<SpawnRecord, TurnGateError> {
     Ok(record)
 }
 
-fn spawn_record(result: SpawnResult) -> Result<SpawnRecord, TurnGateError> {
+/// The record of a spawn result (also what `turngate serve` answers `turn/spawn` with).
+pub fn spawn_record(result: SpawnResult) -> Result<SpawnRecord, TurnGateError> {
     Ok(match result {
         SpawnResult::Ran(o) => SpawnRecord::Ran(outcome_record(*o)?),
         SpawnResult::Denied(d) => SpawnRecord::Denied(d.into()),

@@ -16,6 +16,7 @@ use turngate::{ActionKind, Effect, PermissionMode, Policy};
 mod changes;
 mod check;
 mod mcp;
+mod serve;
 mod session;
 mod tooling;
 
@@ -82,6 +83,9 @@ enum Command {
     /// MCP servers under the gate and the sandbox.
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// Serve the Turns API (JSON-RPC 2.0) over stdio, a Unix socket and HTTP + WebSocket, with
+    /// approval links, a webhook per opened request and the approval console.
+    Serve(serve::ServeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -568,6 +572,7 @@ fn main() -> ExitCode {
         }
         Command::Changes(command) => changes::run(command),
         Command::Mcp(command) => mcp::run(command),
+        Command::Serve(args) => serve::run(args),
         Command::Test { file, json } => tooling::run_test(file, *json),
         Command::Lint {
             policy,

@@ -16,6 +16,7 @@ pub mod protocol;
 pub mod reduce;
 pub mod sandbox;
 pub mod schema;
+pub mod serve;
 pub mod shell;
 pub mod snapshot;
 pub mod tooling;

@@ -14,8 +14,12 @@ wrapper over it.
 
 Protocol objects (selections, contexts, snapshots, caps) are plain dicts in the
 JSON shape of the schemas in ``schema_names()``; they round-trip with ``json``.
+
+``turngate.client.connect(...)`` is the other way in: a small pure-Python client for
+``turngate serve`` (the same Turns API out of process, over a socket, stdio or HTTP).
 """
 
+from . import client
 from ._guard import Gate
 from ._types import (
     Allowed,
@@ -91,6 +95,7 @@ ACTION_KINDS: tuple[str, ...] = (
 
 __all__ = [
     "ACTION_KINDS",
+    "client",
     "Allowed",
     "ApprovalAsk",
     "ApprovalError",

@@ -8,7 +8,7 @@
 mod approver;
 mod broker;
 mod request;
-mod scope;
+pub(crate) mod scope;
 
 pub use approver::{
     ApprovalContext, ApprovalError, ApprovalResult, ApproveAll, Approver, BrokerApprover, Decision,

@@ -1,0 +1,322 @@
+//! HTTP for `turngate serve`: `POST /rpc`, `GET /ws` (JSON-RPC over WebSocket), the console at
+//! `/`, and the approval links `GET|POST /approvals/{id}`.
+//!
+//! Every route needs the bearer token (`Authorization: Bearer …`, or `?access_token=…` where
+//! a browser cannot send headers: the console page and its WebSocket), except the approval
+//! links, whose signed token is the capability. A GET never resolves anything (link
+//! previews fetch GETs): only the page's form POST does.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use turngate::serve::{LinkDecision, LinkError, Serve, ServeError};
+
+use super::{pages, rpc};
+
+type Body = Full<Bytes>;
+
+pub async fn serve_http(serve: Serve, listener: tokio::net::TcpListener, token: Arc<String>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let serve = serve.clone();
+        let token = token.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let serve = serve.clone();
+                let token = token.clone();
+                async move { Ok::<_, Infallible>(route(serve, token, req).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .with_upgrades()
+                .await;
+        });
+    }
+}
+
+/// Constant-time equality (the length is not secret: tokens have a fixed length).
+fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn query(req: &Request<Incoming>) -> HashMap<String, String> {
+    req.uri()
+        .query()
+        .map(|q| {
+            url::form_urlencoded::parse(q.as_bytes())
+                .into_owned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn authorized(req: &Request<Incoming>, token: &str) -> bool {
+    let header = req
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if let Some(given) = header {
+        return ct_eq(given.trim().as_bytes(), token.as_bytes());
+    }
+    query(req)
+        .get("access_token")
+        .is_some_and(|given| ct_eq(given.as_bytes(), token.as_bytes()))
+}
+
+fn response(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
+    let mut resp = Response::new(Full::new(body.into()));
+    *resp.status_mut() = status;
+    let h = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        h.insert(CONTENT_TYPE, v);
+    }
+    h.insert("cache-control", HeaderValue::from_static("no-store"));
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    resp
+}
+
+fn html(status: StatusCode, body: String) -> Response<Body> {
+    let mut resp = response(status, "text/html; charset=utf-8", body);
+    resp.headers_mut().insert(
+        "content-security-policy",
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; \
+             connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    resp
+}
+
+fn text(status: StatusCode, body: &str) -> Response<Body> {
+    response(status, "text/plain; charset=utf-8", body.to_owned())
+}
+
+async fn body_bytes(req: Request<Incoming>, limit: usize) -> Result<Bytes, Response<Body>> {
+    match Limited::new(req.into_body(), limit).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(_) => Err(text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request body too large",
+        )),
+    }
+}
+
+async fn route(serve: Serve, token: Arc<String>, req: Request<Incoming>) -> Response<Body> {
+    let path = req.uri().path().to_owned();
+    if let Some(id) = path.strip_prefix("/approvals/") {
+        let id = id.to_owned();
+        return approval(serve, req, &id).await;
+    }
+    if !authorized(&req, &token) {
+        let mut resp = text(StatusCode::UNAUTHORIZED, "bearer token required");
+        resp.headers_mut()
+            .insert("www-authenticate", HeaderValue::from_static("Bearer"));
+        return resp;
+    }
+    match (req.method(), path.as_str()) {
+        (&Method::GET, "/") => html(StatusCode::OK, pages::console()),
+        (&Method::POST, "/rpc") => {
+            let body = match body_bytes(req, rpc::MAX_REQUEST).await {
+                Ok(b) => b,
+                Err(resp) => return resp,
+            };
+            match rpc::handle(&serve, &body).await {
+                Some(v) => response(StatusCode::OK, "application/json", v.to_string()),
+                None => response(StatusCode::NO_CONTENT, "application/json", Bytes::new()),
+            }
+        }
+        (&Method::GET, "/ws") => websocket(serve, req),
+        _ => text(StatusCode::NOT_FOUND, "not found"),
+    }
+}
+
+fn websocket(serve: Serve, mut req: Request<Incoming>) -> Response<Body> {
+    let key = req
+        .headers()
+        .get("sec-websocket-key")
+        .map(|k| tokio_tungstenite::tungstenite::handshake::derive_accept_key(k.as_bytes()));
+    let upgrade = req
+        .headers()
+        .get("upgrade")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    let Some(accept) = key.filter(|_| upgrade) else {
+        return text(StatusCode::BAD_REQUEST, "expected a WebSocket upgrade");
+    };
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    tokio::spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else {
+            return;
+        };
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(rpc::MAX_REQUEST))
+            .max_frame_size(Some(rpc::MAX_REQUEST));
+        let ws = tokio_tungstenite::WebSocketStream::from_raw_socket(
+            TokioIo::new(upgraded),
+            Role::Server,
+            Some(config),
+        )
+        .await;
+        ws_client(serve, ws).await;
+    });
+    let mut resp = Response::new(Full::new(Bytes::new()));
+    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = resp.headers_mut();
+    h.insert("upgrade", HeaderValue::from_static("websocket"));
+    h.insert("connection", HeaderValue::from_static("Upgrade"));
+    if let Ok(v) = HeaderValue::from_str(&accept) {
+        h.insert("sec-websocket-accept", v);
+    }
+    resp
+}
+
+async fn ws_client<S>(serve: Serve, ws: tokio_tungstenite::WebSocketStream<S>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sink, mut stream) = ws.split();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Message>();
+    let writer = tokio::spawn(async move {
+        while let Some(m) = rx.recv().await {
+            if sink.send(m).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut notes = serve.subscribe();
+    let note_tx = tx.clone();
+    let notes_task = tokio::spawn(async move {
+        while let Some(n) = notes.recv().await {
+            if note_tx
+                .send(Message::text(n.to_json().to_string()))
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let mut inflight = tokio::task::JoinSet::new();
+    while let Some(msg) = stream.next().await {
+        let data = match msg {
+            Ok(Message::Text(t)) => Bytes::copy_from_slice(t.as_bytes()),
+            Ok(Message::Binary(b)) => b,
+            Ok(Message::Ping(p)) => {
+                let _ = tx.send(Message::Pong(p));
+                continue;
+            }
+            Ok(Message::Close(_)) | Err(_) => break,
+            Ok(_) => continue,
+        };
+        let serve = serve.clone();
+        let tx = tx.clone();
+        inflight.spawn(async move {
+            if let Some(resp) = rpc::handle(&serve, &data).await {
+                let _ = tx.send(Message::text(resp.to_string()));
+            }
+        });
+        while inflight.try_join_next().is_some() {}
+    }
+    // The client left: its waiting requests are dropped; their approvals stay pending.
+    inflight.abort_all();
+    notes_task.abort();
+    drop(tx);
+    let _ = writer.await;
+}
+
+async fn approval(serve: Serve, req: Request<Incoming>, id: &str) -> Response<Body> {
+    match *req.method() {
+        Method::GET => {
+            let q = query(&req);
+            let token = q.get("token").cloned().unwrap_or_default();
+            let Some(decision) = q.get("action").and_then(|a| LinkDecision::parse(a)) else {
+                return html(
+                    StatusCode::BAD_REQUEST,
+                    pages::message("Invalid link", "This approval link is not valid."),
+                );
+            };
+            match serve.link_view(id, &token, decision) {
+                Ok(stored) => html(StatusCode::OK, pages::approval(&stored, decision, &token)),
+                Err(e) => link_error(&e),
+            }
+        }
+        Method::POST => {
+            let body = match body_bytes(req, 16 * 1024).await {
+                Ok(b) => b,
+                Err(resp) => return resp,
+            };
+            let form: HashMap<String, String> =
+                url::form_urlencoded::parse(&body).into_owned().collect();
+            let token = form.get("token").cloned().unwrap_or_default();
+            let Some(decision) = form.get("action").and_then(|a| LinkDecision::parse(a)) else {
+                return html(
+                    StatusCode::BAD_REQUEST,
+                    pages::message("Invalid link", "This approval link is not valid."),
+                );
+            };
+            match serve.link_resolve(id, &token, decision) {
+                Ok(recorded) => html(
+                    StatusCode::OK,
+                    pages::message(
+                        "Done",
+                        &format!("Request {id} is resolved as {}.", recorded.resolution),
+                    ),
+                ),
+                Err(e) => link_error(&e),
+            }
+        }
+        _ => {
+            let mut resp = text(StatusCode::METHOD_NOT_ALLOWED, "GET shows, POST resolves");
+            resp.headers_mut()
+                .insert("allow", HeaderValue::from_static("GET, POST"));
+            resp
+        }
+    }
+}
+
+fn link_error(e: &ServeError) -> Response<Body> {
+    match e {
+        ServeError::Link(LinkError::Expired) => html(
+            StatusCode::GONE,
+            pages::message(
+                "Expired",
+                "This approval link has expired; the request resolved as expired (denied).",
+            ),
+        ),
+        ServeError::AlreadyResolved { resolution, .. } => html(
+            StatusCode::CONFLICT,
+            pages::message(
+                "Already resolved",
+                &format!(
+                    "This request was already resolved as {resolution}; the link cannot be used again."
+                ),
+            ),
+        ),
+        ServeError::Link(_) | ServeError::UnknownRequest(_) | ServeError::LinksDisabled => html(
+            StatusCode::FORBIDDEN,
+            pages::message("Invalid link", "This approval link is not valid."),
+        ),
+        other => html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            pages::message("Error", &other.to_string()),
+        ),
+    }
+}
