@@ -16,6 +16,7 @@ use turngate::{ActionKind, Effect, PermissionMode, Policy};
 mod changes;
 mod check;
 mod mcp;
+#[cfg(unix)]
 mod serve;
 mod session;
 mod tooling;
@@ -84,7 +85,8 @@ enum Command {
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
     /// Serve the Turns API (JSON-RPC 2.0) over stdio, a Unix socket and HTTP + WebSocket, with
-    /// approval links, a webhook per opened request and the approval console.
+    /// approval links, a webhook per opened request and the approval console (Unix only).
+    #[cfg(unix)]
     Serve(serve::ServeArgs),
 }
 
@@ -572,6 +574,7 @@ fn main() -> ExitCode {
         }
         Command::Changes(command) => changes::run(command),
         Command::Mcp(command) => mcp::run(command),
+        #[cfg(unix)]
         Command::Serve(args) => serve::run(args),
         Command::Test { file, json } => tooling::run_test(file, *json),
         Command::Lint {

@@ -16,6 +16,9 @@ pub mod protocol;
 pub mod reduce;
 pub mod sandbox;
 pub mod schema;
+/// `turngate serve` (Unix: its state files rely on Unix permissions, its socket on Unix
+/// domain sockets).
+#[cfg(unix)]
 pub mod serve;
 pub mod shell;
 pub mod snapshot;

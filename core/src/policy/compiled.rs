@@ -596,6 +596,18 @@ impl CompiledPolicy {
                 } else {
                     basename(&folded)
                 };
+                if let Some(plain) = undecorated(folded_base) {
+                    // A decorated copy (`.env~`): deny and ask rules match the plain
+                    // spellings too, as in `explain_path`.
+                    let copy = format!("{}{plain}", &folded[..folded.len() - folded_base.len()]);
+                    return self.evaluate(
+                        kind,
+                        &[&path, base][..n],
+                        &[&folded, folded_base, &copy, plain],
+                        None,
+                        tool,
+                    );
+                }
                 self.evaluate(
                     kind,
                     &[&path, base][..n],
@@ -671,6 +683,16 @@ impl CompiledPolicy {
             }
         }
         let folded: Vec<Cow<'_, str>> = normalized.iter().map(|p| fold_case(p)).collect();
+        // A copy of a file under its usual decorations (`.env~`, `id_rsa.bak`, vim's
+        // `..env.swp`, emacs' `#.env#`) holds what the file holds: deny and ask rules match
+        // its undecorated spellings too (red team 4 F13). Allow rules do not.
+        let copies: Vec<String> = folded
+            .iter()
+            .filter_map(|f| {
+                let base = basename(f);
+                undecorated(base).map(|plain| format!("{}{plain}", &f[..f.len() - base.len()]))
+            })
+            .collect();
         let mut exact: Vec<&str> = Vec::with_capacity(normalized.len() * 2);
         let mut fold: Vec<&str> = Vec::with_capacity(normalized.len() * 2);
         for (p, f) in normalized.iter().zip(&folded) {
@@ -684,6 +706,13 @@ impl CompiledPolicy {
             }
             if !fold.contains(&folded_base) {
                 fold.push(folded_base);
+            }
+        }
+        for copy in &copies {
+            for p in [copy.as_str(), basename(copy)] {
+                if !fold.contains(&p) {
+                    fold.push(p);
+                }
             }
         }
         self.evaluate(kind, &exact, &fold, None, tool)
@@ -896,6 +925,39 @@ impl CompiledPolicy {
             Some(v) => v,
         }
     }
+}
+
+/// A file name without the decorations editors and people give a copy of it: a trailing
+/// `~`, a backup suffix (`.bak`, `.old`, `.orig`, `.save`, `.backup`, `.tmp`), vim's swap
+/// name (`.NAME.swp`), emacs' auto-save and lock names (`#NAME#`, `.#NAME`). `None` when
+/// the name has none, or nothing would be left.
+fn undecorated(name: &str) -> Option<&str> {
+    let mut n = name;
+    for _ in 0..3 {
+        let before = n;
+        if let Some(inner) = n.strip_prefix('#').and_then(|r| r.strip_suffix('#')) {
+            n = inner;
+        } else if let Some(inner) = n.strip_prefix(".#") {
+            n = inner;
+        } else if let Some(inner) = [".swp", ".swo", ".swn"]
+            .iter()
+            .find_map(|s| n.strip_suffix(s))
+            .and_then(|r| r.strip_prefix('.'))
+        {
+            n = inner;
+        } else if let Some(inner) = n.strip_suffix('~') {
+            n = inner;
+        } else if let Some(inner) = [".bak", ".old", ".orig", ".save", ".backup", ".tmp"]
+            .iter()
+            .find_map(|s| n.strip_suffix(s))
+        {
+            n = inner;
+        }
+        if n == before || n.is_empty() {
+            break;
+        }
+    }
+    (n != name && !n.is_empty()).then_some(n)
 }
 
 /// Whether a program word names the system's program: a bare name (found on the PATH the

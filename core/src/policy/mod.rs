@@ -287,6 +287,16 @@ pub const SECRET_PATTERNS: &[&str] = &[
     "*/.aws/credentials",
     ".ssh/*",
     "*/.ssh/*",
+    // Plaintext credential stores of common tools (red team 4 F13).
+    ".git-credentials",
+    ".docker/config.json",
+    "*/.docker/config.json",
+    ".kube/config",
+    "*/.kube/config",
+    "kubeconfig",
+    ".vault-token",
+    ".pgpass",
+    ".my.cnf",
 ];
 
 /// The files of layer `builtin-protected`, where a write asks in the restricted modes: git runs
