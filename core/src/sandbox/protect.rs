@@ -85,7 +85,10 @@ pub struct Baseline {
     /// Not walked: turngate's own state directory (the quarantine among it).
     skip: Vec<PathBuf>,
     workspace: Option<PathBuf>,
-    before: HashSet<(PathBuf, u64, u64)>,
+    /// Path, device, inode and change time: an inode number can be reused at once for a file
+    /// created in the place of a removed one; its change time is the kernel's, never the
+    /// command's.
+    before: HashSet<(PathBuf, u64, u64, (i64, i64))>,
     /// Directories the first walk could not list: the command could not reach them either
     /// when the mount view hid them, so they are not counted against the second walk.
     unlistable: HashSet<(PathBuf, u64, u64)>,
@@ -265,7 +268,7 @@ impl Baseline {
             before: found
                 .entries
                 .into_iter()
-                .map(|e| (e.path, e.dev, e.ino))
+                .map(|e| (e.path, e.dev, e.ino, e.ctime))
                 .collect(),
             unlistable: unlistable.into_iter().collect(),
             roots,
@@ -305,7 +308,11 @@ impl Baseline {
         let mut new: Vec<(PathBuf, &'static str)> = found
             .entries
             .iter()
-            .filter(|e| !self.before.contains(&(e.path.clone(), e.dev, e.ino)))
+            .filter(|e| {
+                !self
+                    .before
+                    .contains(&(e.path.clone(), e.dev, e.ino, e.ctime))
+            })
             // Beyond a truncated baseline only what changed since it was taken can be new (a
             // second of slack for filesystems with coarse timestamps).
             .filter(|e| !self.truncated || e.ctime.0 >= self.started.0 - 1)
@@ -429,5 +436,127 @@ fn remove(path: &Path) -> std::io::Result<()> {
         std::fs::remove_dir_all(path)
     } else {
         std::fs::remove_file(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::policy::Policy;
+
+    fn setup() -> (tempfile::TempDir, PathBuf, PathBuf, CompiledPolicy) {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let w = base.join("w");
+        let state = base.join("state");
+        std::fs::create_dir_all(w.join(".git")).unwrap();
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::write(w.join(".env"), "OLD=1").unwrap();
+        std::fs::write(w.join(".git/config"), "[core]").unwrap();
+        std::fs::write(w.join("a.txt"), "a").unwrap();
+        (
+            dir,
+            w,
+            state,
+            Policy::default()
+                .with_builtin_protected()
+                .compile()
+                .unwrap(),
+        )
+    }
+
+    fn paths(q: &Quarantine) -> Vec<PathBuf> {
+        let mut p: Vec<PathBuf> = q.quarantined.iter().map(|q| q.path.clone()).collect();
+        p.sort();
+        p
+    }
+
+    #[test]
+    fn only_what_is_new_is_moved_and_existing_files_stay() {
+        let (_d, w, state, policy) = setup();
+        let base = Baseline::take(
+            std::slice::from_ref(&w),
+            &[state.clone()],
+            Some(&w),
+            &policy,
+        );
+        std::fs::write(w.join(".envrc"), "evil").unwrap();
+        std::fs::create_dir_all(w.join("sub/.git/hooks")).unwrap();
+        std::fs::write(w.join("sub/.git/hooks/pre-commit"), "evil").unwrap();
+        std::os::unix::fs::symlink("a.txt", w.join(".env.local")).unwrap();
+        std::fs::write(w.join("b.txt"), "b").unwrap();
+        // Replaced: same path, another file.
+        std::fs::remove_file(w.join(".git/config")).unwrap();
+        std::fs::write(w.join(".git/config"), "[core]\n\tfsmonitor = x").unwrap();
+        let q = base.quarantine_new(&policy, &state.join("quarantine"));
+        assert!(q.incomplete.is_empty(), "{:?}", q.incomplete);
+        assert_eq!(
+            paths(&q),
+            [
+                w.join(".env.local"),
+                w.join(".envrc"),
+                w.join(".git/config"),
+                w.join("sub/.git/hooks"),
+            ]
+        );
+        assert_eq!(std::fs::read_to_string(w.join(".env")).unwrap(), "OLD=1");
+        assert!(w.join("b.txt").is_file() && w.join("sub/.git").is_dir());
+        for q in &q.quarantined {
+            let to = q.moved_to.as_ref().unwrap();
+            assert!(std::fs::symlink_metadata(to).is_ok(), "{to:?}");
+            assert!(std::fs::symlink_metadata(&q.path).is_err());
+        }
+        let link = q
+            .quarantined
+            .iter()
+            .find(|q| q.path.ends_with(".env.local"))
+            .unwrap();
+        assert_eq!(link.kind, "symlink");
+        // A second scan from a fresh baseline finds nothing new.
+        let again = Baseline::take(
+            std::slice::from_ref(&w),
+            &[state.clone()],
+            Some(&w),
+            &policy,
+        );
+        assert!(
+            again
+                .quarantine_new(&policy, &state.join("quarantine"))
+                .quarantined
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_moved_is_removed() {
+        let (_d, w, state, policy) = setup();
+        let base = Baseline::take(std::slice::from_ref(&w), &[], Some(&w), &policy);
+        std::fs::write(w.join(".envrc"), "evil").unwrap();
+        // The quarantine cannot be made: a file stands where its directory would be.
+        let blocked = state.join("blocked");
+        std::fs::write(&blocked, "").unwrap();
+        let q = base.quarantine_new(&policy, &blocked);
+        assert!(q.incomplete.is_empty(), "{:?}", q.incomplete);
+        assert_eq!(q.quarantined.len(), 1);
+        assert_eq!(q.quarantined[0].moved_to, None);
+        assert!(!w.join(".envrc").exists());
+    }
+
+    #[test]
+    fn the_state_dir_is_not_scanned() {
+        let (_d, w, _state, policy) = setup();
+        let state = w.join(".tgstate");
+        std::fs::create_dir_all(&state).unwrap();
+        let base = Baseline::take(
+            std::slice::from_ref(&w),
+            &[state.clone()],
+            Some(&w),
+            &policy,
+        );
+        std::fs::write(state.join(".env"), "turngate's own").unwrap();
+        let q = base.quarantine_new(&policy, &state.join("quarantine"));
+        assert!(q.quarantined.is_empty(), "{:?}", q.quarantined);
+        assert!(state.join(".env").exists());
     }
 }
