@@ -207,7 +207,7 @@ fn walk(
                     }
                 };
                 let path = entry.path();
-                if skip.iter().any(|s| path == *s) {
+                if skip.contains(&path) {
                     continue;
                 }
                 let meta = match std::fs::symlink_metadata(&path) {
@@ -477,7 +477,7 @@ mod tests {
         let (_d, w, state, policy) = setup();
         let base = Baseline::take(
             std::slice::from_ref(&w),
-            &[state.clone()],
+            std::slice::from_ref(&state),
             Some(&w),
             &policy,
         );
@@ -516,7 +516,7 @@ mod tests {
         // A second scan from a fresh baseline finds nothing new.
         let again = Baseline::take(
             std::slice::from_ref(&w),
-            &[state.clone()],
+            std::slice::from_ref(&state),
             Some(&w),
             &policy,
         );
@@ -550,7 +550,7 @@ mod tests {
         std::fs::create_dir_all(&state).unwrap();
         let base = Baseline::take(
             std::slice::from_ref(&w),
-            &[state.clone()],
+            std::slice::from_ref(&state),
             Some(&w),
             &policy,
         );
