@@ -210,10 +210,23 @@ fn walk(
                 if skip.contains(&path) {
                     continue;
                 }
-                let meta = match std::fs::symlink_metadata(&path) {
-                    Ok(meta) => meta,
-                    // Gone between the listing and the lstat: nothing left to judge.
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                // Only a protected entry needs its inode (an lstat); the walk itself goes by the
+                // listing's file type, which never follows a symlink.
+                if protected(policy, workspace, &path) {
+                    match std::fs::symlink_metadata(&path) {
+                        Ok(meta) => record(&mut found, &path, &meta),
+                        // Gone between the listing and the lstat: nothing left to judge.
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                        Err(e) => {
+                            found
+                                .incomplete
+                                .push(format!("{} could not be examined: {e}", path.display()));
+                            continue;
+                        }
+                    }
+                }
+                let is_dir = match entry.file_type() {
+                    Ok(t) => t.is_dir(),
                     Err(e) => {
                         found
                             .incomplete
@@ -221,10 +234,7 @@ fn walk(
                         continue;
                     }
                 };
-                if protected(policy, workspace, &path) {
-                    record(&mut found, &path, &meta);
-                }
-                if meta.file_type().is_dir() {
+                if is_dir {
                     queue.push_back(path);
                 }
             }
