@@ -344,14 +344,20 @@ impl Baseline {
         if new.is_empty() {
             return result;
         }
-        {
-            // Private: a quarantined `.env` is still a secret.
+        // Private: a quarantined `.env` is still a secret. The quarantine must be a directory
+        // of this user's, not a symlink (one planted in a shared tmp dir by another user would
+        // receive what is moved); otherwise nothing is moved and every new entry is removed.
+        let private = {
             use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::create_dir_all(&target_dir);
-            for dir in [quarantine_dir, target_dir.as_path()] {
-                let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-            }
-        }
+            // SAFETY: geteuid cannot fail.
+            let me = unsafe { libc::geteuid() };
+            [quarantine_dir, target_dir.as_path()].iter().all(|dir| {
+                std::fs::symlink_metadata(dir)
+                    .is_ok_and(|m| m.file_type().is_dir() && m.uid() == me)
+                    && std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).is_ok()
+            })
+        };
         for (i, (path, kind)) in new.into_iter().enumerate() {
             if moved.iter().any(|m| path.starts_with(m)) {
                 continue;
@@ -361,7 +367,15 @@ impl Baseline {
                 .map(|n| n.to_os_string())
                 .unwrap_or_else(|| "entry".into());
             let dest = target_dir.join(format!("{i}")).join(name);
-            match move_away(&path, &dest) {
+            let moved_there = if private {
+                move_away(&path, &dest)
+            } else {
+                Err(std::io::Error::other(format!(
+                    "the quarantine {} is not a private directory of this user's",
+                    quarantine_dir.display()
+                )))
+            };
+            match moved_there {
                 Ok(()) => result.quarantined.push(QuarantinedPath {
                     path: path.clone(),
                     moved_to: Some(dest),
@@ -382,7 +396,7 @@ impl Baseline {
             }
             moved.push(path);
         }
-        if !result.quarantined.is_empty() {
+        if private && !result.quarantined.is_empty() {
             // Where each entry came from, beside it, for a person deciding what to restore.
             let listing: String = result
                 .quarantined
@@ -551,6 +565,35 @@ mod tests {
         assert_eq!(q.quarantined.len(), 1);
         assert_eq!(q.quarantined[0].moved_to, None);
         assert!(!w.join(".envrc").exists());
+    }
+
+    #[test]
+    fn a_quarantine_that_is_a_symlink_receives_nothing() {
+        let (_d, w, state, policy) = setup();
+        let base = Baseline::take(std::slice::from_ref(&w), &[], Some(&w), &policy);
+        std::fs::write(w.join(".envrc"), "evil").unwrap();
+        let elsewhere = state.join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let planted = state.join("quarantine");
+        std::os::unix::fs::symlink(&elsewhere, &planted).unwrap();
+        let q = base.quarantine_new(&policy, &planted);
+        assert_eq!(q.quarantined.len(), 1);
+        assert_eq!(q.quarantined[0].moved_to, None);
+        assert!(!w.join(".envrc").exists());
+        // Nothing but the (empty) stamp directory create_dir_all made through the link.
+        let inside: Vec<_> = walkdir(&elsewhere);
+        assert!(inside.iter().all(|p| p.is_dir()), "{inside:?}");
+    }
+
+    fn walkdir(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            out.push(e.path());
+            if e.path().is_dir() {
+                out.extend(walkdir(&e.path()));
+            }
+        }
+        out
     }
 
     #[test]
