@@ -136,6 +136,22 @@ pub fn finish(outcome: &ProcessOutcome, report: Option<&Path>) -> Result<u8, Cli
         eprintln!("turngate: the command timed out; its process tree was killed");
     }
     if let Some(report) = &outcome.sandbox {
+        for q in &report.quarantined {
+            match &q.moved_to {
+                Some(to) => eprintln!(
+                    "turngate: the command created the protected {} {}; quarantined to {}",
+                    q.kind,
+                    q.path.display(),
+                    to.display()
+                ),
+                None => eprintln!(
+                    "turngate: the command created the protected {} {}; removed (it could not \
+                     be moved)",
+                    q.kind,
+                    q.path.display()
+                ),
+            }
+        }
         for (area, reason) in report.degradation_pairs() {
             eprintln!("turngate: sandbox degraded ({area:?}): {reason}");
         }

@@ -861,3 +861,157 @@ fn a_submodule_hooks_directory_is_read_only() {
         assert!(!hooks.join("pre-commit").exists());
     }
 }
+
+/// Red-team F8 (ADR 0020): protected files that did not exist at spawn, created by the
+/// command, are moved into quarantine once it has ended, and the report lists each one.
+#[test]
+fn protected_files_created_during_a_run_are_quarantined() {
+    assert!(namespaces_available());
+    for who in BOTH {
+        let env = Env::new(who);
+        let w = &env.workspace;
+        // Absent at spawn: `.git/config`, `.git/hooks`, `.envrc`, `.env`, `sub/.env`.
+        std::fs::remove_dir_all(w.join(".git/hooks")).unwrap();
+        std::fs::remove_file(w.join(".env")).unwrap();
+        let script = "set -e
+printf '[core]\\n\\tfsmonitor = touch /tmp/f8-pwned\\n' > .git/config
+echo 'touch /tmp/f8-pwned' > .envrc
+echo 'NODE_OPTIONS=--require=/tmp/f8.js' > .env
+mkdir .git/hooks
+printf '#!/bin/sh\\ntouch /tmp/f8-pwned\\n' > .git/hooks/pre-commit
+chmod +x .git/hooks/pre-commit
+mkdir -p sub && echo A=1 > sub/.env
+ln -s ../a.txt sub/.envrc
+echo ordinary > ordinary.txt
+echo created";
+        // In a file: the gate judges a command line's own redirections, not a script's.
+        std::fs::write(w.join("f8.sh"), script).unwrap();
+        if let Some((uid, gid)) = env.ids {
+            chown_tree(w, uid, gid);
+        }
+        let out = env.run("auto_accept_edits", &["sh", "f8.sh"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{who:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "created");
+        // Said on stderr too.
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("quarantined"), "{who:?}: {stderr}");
+        for gone in [
+            ".git/config",
+            ".git/hooks",
+            ".envrc",
+            ".env",
+            "sub/.env",
+            "sub/.envrc",
+        ] {
+            assert!(
+                std::fs::symlink_metadata(w.join(gone)).is_err(),
+                "{who:?}: {gone} is still in the workspace"
+            );
+        }
+        // Ordinary work stays.
+        assert_eq!(
+            std::fs::read_to_string(w.join("ordinary.txt")).unwrap(),
+            "ordinary\n"
+        );
+        assert!(w.join("sub").is_dir() && w.join(".git").is_dir());
+        let report = env.report();
+        let quarantined = report["quarantined"].as_array().expect("quarantined");
+        let mut paths: Vec<String> = quarantined
+            .iter()
+            .map(|q| q["path"].as_str().unwrap().to_string())
+            .collect();
+        paths.sort();
+        let mut want: Vec<String> = [
+            ".env",
+            ".envrc",
+            ".git/config",
+            ".git/hooks",
+            "sub/.env",
+            "sub/.envrc",
+        ]
+        .iter()
+        .map(|p| w.join(p).display().to_string())
+        .collect();
+        want.sort();
+        assert_eq!(paths, want, "{who:?}: {report}");
+        // Each one is kept, with what the command wrote, under the state dir, private.
+        for q in quarantined {
+            let to = PathBuf::from(q["moved_to"].as_str().expect("moved"));
+            assert!(to.starts_with(env.state.join("quarantine")), "{to:?}");
+            assert!(std::fs::symlink_metadata(&to).is_ok(), "{to:?}");
+            if q["path"].as_str().unwrap().ends_with(".git/config") {
+                assert!(std::fs::read_to_string(&to).unwrap().contains("fsmonitor"));
+            }
+            if q["path"].as_str().unwrap().ends_with(".git/hooks") {
+                assert!(to.join("pre-commit").is_file());
+            }
+        }
+        let mode = std::fs::metadata(env.state.join("quarantine"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "the quarantine is not private: {mode:o}");
+        assert!(
+            report["degradations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|d| !d["reason"].as_str().unwrap().contains("did not complete")),
+            "{report}"
+        );
+        assert!(!Path::new("/tmp/f8-pwned").exists());
+    }
+}
+
+/// Ordinary git work in an existing repository quarantines nothing, and existing protected
+/// files stay where they are.
+#[test]
+fn git_commit_in_the_workspace_quarantines_nothing() {
+    assert!(namespaces_available());
+    for who in BOTH {
+        let env = Env::new(who);
+        let w = &env.workspace;
+        std::fs::remove_dir_all(w.join(".git")).unwrap();
+        let git = |args: &[&str]| {
+            let status = Command::new("git")
+                .args(["-c", "safe.directory=*"])
+                .args(args)
+                .current_dir(w)
+                .env("HOME", &env.home)
+                .status()
+                .unwrap();
+            assert!(status.success(), "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        git(&["add", "a.txt"]);
+        git(&["commit", "-qm", "first"]);
+        if let Some((uid, gid)) = env.ids {
+            chown_tree(w, uid, gid);
+        }
+        let config = std::fs::read_to_string(w.join(".git/config")).unwrap();
+        let script = "set -e
+echo more >> a.txt && echo new > b.txt
+git add a.txt b.txt && git commit -qm second && git log --format=%s | head -1";
+        let out = env.run("auto_accept_edits", &["sh", "-c", script]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{who:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "second");
+        let report = env.report();
+        assert!(report.get("quarantined").is_none(), "{who:?}: {report}");
+        assert_eq!(
+            std::fs::read_to_string(w.join(".git/config")).unwrap(),
+            config
+        );
+        assert!(w.join(".git/hooks").is_dir() && w.join(".env").is_file());
+        assert!(!env.state.join("quarantine").exists());
+    }
+}

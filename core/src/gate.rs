@@ -1495,15 +1495,25 @@ impl Gate {
             }
         }
         let Some(changes) = review else {
+            let mut baseline = None;
             if plan.sandbox_required {
                 let sandbox = &under.snapshot.sandbox;
                 let spec = SandboxSpec::from_snapshot(sandbox).with_policy(sandbox, &under.policy);
-                request = request.sandbox(self.hide_store(spec)?);
+                let spec = self.hide_store(spec)?;
+                baseline = self.protected_baseline(under, &spec);
+                request = request.sandbox(spec);
             }
             let egress = egress::GateEgress::new(self, under);
-            return Ok(plain(SpawnResult::Ran(Box::new(
-                self.runner.run_with_egress(request, &egress).await?,
-            ))));
+            let mut outcome = self.runner.run_with_egress(request, &egress).await?;
+            // The command and everything it started are gone (its PID namespace with it):
+            // a protected file it created is moved away before anyone can use it (ADR 0020).
+            if let Some(baseline) = baseline {
+                let quarantine = baseline.quarantine_new(&under.policy, &self.quarantine_dir());
+                if let Some(report) = outcome.sandbox.as_mut() {
+                    report.add_quarantine(quarantine);
+                }
+            }
+            return Ok(plain(SpawnResult::Ran(Box::new(outcome))));
         };
         if !plan.sandbox_required {
             return Err(crate::changes::ChangeError::Unavailable(format!(
@@ -1560,6 +1570,58 @@ impl Gate {
             result: SpawnResult::Ran(Box::new(outcome)),
             change_set: Some(change_set),
         })
+    }
+
+    /// The protected entries inside the writable roots before a command runs (ADR 0020);
+    /// `None` where nothing is writable (read-only and unrestricted modes: the latter grants
+    /// everything anyway).
+    fn protected_baseline(
+        &self,
+        under: &Under,
+        spec: &SandboxSpec,
+    ) -> Option<crate::sandbox::protect::Baseline> {
+        use crate::protocol::{FsAccess, FsProvenance, SandboxMode};
+        let sandbox = &under.snapshot.sandbox;
+        if matches!(
+            sandbox.mode,
+            SandboxMode::ReadOnly | SandboxMode::Unrestricted
+        ) {
+            return None;
+        }
+        let roots: Vec<std::path::PathBuf> = spec
+            .roots
+            .iter()
+            .filter(|r| r.access == FsAccess::Write)
+            .map(|r| r.path.clone())
+            .collect();
+        if roots.is_empty() {
+            return None;
+        }
+        let workspace = sandbox
+            .filesystem
+            .entries
+            .iter()
+            .find(|e| e.provenance == FsProvenance::Workspace)
+            .map(|e| e.path.clone());
+        let skip: Vec<std::path::PathBuf> = self.store.local_dir().into_iter().collect();
+        Some(crate::sandbox::protect::Baseline::take(
+            &roots,
+            &skip,
+            workspace.as_deref(),
+            &under.policy,
+        ))
+    }
+
+    /// Where protected files a command created are moved: `quarantine/` beside the audit
+    /// store, or a private directory under the system tmp dir for a store without one.
+    fn quarantine_dir(&self) -> std::path::PathBuf {
+        match self.store.local_dir() {
+            Some(dir) => dir.join("quarantine"),
+            // SAFETY: geteuid cannot fail.
+            None => std::env::temp_dir().join(format!("turngate-quarantine-{}", unsafe {
+                libc::geteuid()
+            })),
+        }
     }
 
     /// Hide the audit store's directory (and the change sets beside it) from the command

@@ -3,7 +3,9 @@
 //! once. These tests attack both from inside real children run by one runner in this process:
 //! one sandboxed command must not see or signal another's processes, reach another's sockets
 //! (or the egress proxy's listener), read or write another's tmp dir, or inherit a descriptor
-//! of the shared namespaces. Each test runs as root and again as the unprivileged `tgsbx`
+//! of the shared namespaces. The namespace's init shares P's address space (a copy of this
+//! process's, ADR 0017 §4): the command must not read it. The command execs itself (ADR 0017
+//! §4): it must find, refuse and run programs as `std`'s `execvp` does unsandboxed. Each test runs as root and again as the unprivileged `tgsbx`
 //! (this test binary re-executed through `setpriv`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic
 #![cfg(target_os = "linux")]
@@ -44,6 +46,26 @@ def run(op, args):
     elif op == "unix": socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     elif op == "netlink": socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
     elif op == "kill0": os.kill(int(args[0]), 0)
+    elif op == "ppid": return "ppid %d" % os.getppid()
+    elif op == "env": return "env " + ",".join(sorted(os.environ))
+    elif op == "ptrace":
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        # PTRACE_ATTACH
+        if libc.ptrace(ctypes.c_long(16), ctypes.c_long(int(args[0])), None, None) != 0:
+            raise OSError(ctypes.get_errno(), "ptrace")
+    elif op == "vmread":
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        class iovec(ctypes.Structure):
+            _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+        buf = ctypes.create_string_buffer(8)
+        local = iovec(ctypes.cast(buf, ctypes.c_void_p), 8)
+        # The init's stack region is unknown here; any address does: the access check comes first.
+        remote = iovec(0x10000, 8)
+        n = libc.process_vm_readv(int(args[0]), ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+        if n < 0:
+            raise OSError(ctypes.get_errno(), "process_vm_readv")
     elif op == "write": open(args[0], "w").write("x")
     elif op == "read": return "read " + open(args[0]).read()
     elif op == "send":
@@ -566,4 +588,138 @@ fn a_runner_on_another_backend_instance_shares_the_process_namespaces_too() {
             assert_ne!(a[1], host_user.display().to_string());
         },
     );
+}
+
+/// Host-side children of this process still present (zombies included).
+fn children() -> Vec<String> {
+    let mut found = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let list = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        found.extend(list.split_whitespace().map(str::to_owned));
+    }
+    found
+}
+
+#[test]
+fn the_init_shares_no_memory_the_command_can_read() {
+    as_root_and_user("the_init_shares_no_memory_the_command_can_read", || {
+        let d = Dirs::new();
+        let w = d.workspace("w");
+        for net in [
+            network(NetworkMode::Disabled, false),
+            network(NetworkMode::Disabled, true),
+        ] {
+            let s = spec(&w, net);
+            let runner = ProcessRunner::native();
+            let got = probe(
+                &runner,
+                &s,
+                &w,
+                &[
+                    "ppid",
+                    "read:/proc/1/mem",
+                    "read:/proc/1/environ",
+                    "read:/proc/1/maps",
+                    "ptrace:1",
+                    "vmread:1",
+                    "kill0:1",
+                ],
+            );
+            assert_eq!(
+                got,
+                [
+                    // The command's parent is the namespace's init (PID 1).
+                    "ppid 1",
+                    "ERRNO EACCES",
+                    "ERRNO EACCES",
+                    "ERRNO EACCES",
+                    "ERRNO EPERM",
+                    "ERRNO EPERM",
+                    "ERRNO EPERM",
+                ]
+            );
+        }
+    });
+}
+
+/// The same request run unsandboxed and sandboxed: how it ended, or the error's kind.
+fn both(runner: &ProcessRunner, spec: &SandboxSpec, plain: ProcessRequest) -> [String; 2] {
+    let show = |r: Result<ProcessOutcome, turngate::sandbox::RunError>| match r {
+        Ok(out) => format!(
+            "exit {:?} {}",
+            out.exit_code,
+            String::from_utf8_lossy(&out.stdout).trim()
+        ),
+        Err(turngate::sandbox::RunError::Spawn { source, .. }) => {
+            format!("spawn error {:?}", source.kind())
+        }
+        Err(other) => format!("other error {other}"),
+    };
+    let sandboxed = plain.clone().sandbox(spec.clone());
+    [
+        show(runner.run_blocking(plain)),
+        show(runner.run_blocking(sandboxed)),
+    ]
+}
+
+#[test]
+fn the_command_is_found_and_started_as_execvp_does() {
+    as_root_and_user("the_command_is_found_and_started_as_execvp_does", || {
+        use std::os::unix::fs::PermissionsExt;
+        let d = Dirs::new();
+        let w = d.workspace("w");
+        let s = spec(&w, network(NetworkMode::Disabled, false));
+        let runner = ProcessRunner::native();
+        let bin = w.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        // A script without `#!`: execve refuses it (ENOEXEC), execvp hands it to /bin/sh.
+        std::fs::write(bin.join("bare-script"), "echo bare-ran \"$1\"\n").unwrap();
+        std::fs::set_permissions(bin.join("bare-script"), PermissionsExt::from_mode(0o755))
+            .unwrap();
+        // Not executable: EACCES, remembered while the search goes on.
+        std::fs::write(bin.join("true"), "").unwrap();
+        std::fs::set_permissions(bin.join("true"), PermissionsExt::from_mode(0o644)).unwrap();
+        std::fs::write(bin.join("noexec"), "").unwrap();
+        std::fs::set_permissions(bin.join("noexec"), PermissionsExt::from_mode(0o644)).unwrap();
+        let path = format!("/nonexistent:{}:/usr/bin:/bin", bin.display());
+        let req = |argv: &[&str]| {
+            ProcessRequest::new(argv.iter().copied(), &w)
+                .env([("PATH", path.as_str()), ("LANG", "C"), ("LANG", "C.UTF-8")])
+                .timeout(Duration::from_secs(60))
+        };
+        let cases: [(&[&str], &str); 8] = [
+            (&["true"], "exit Some(0) "),
+            (&["sh", "-c", "echo $LANG"], "exit Some(0) C.UTF-8"),
+            (&["bare-script", "x y"], "exit Some(0) bare-ran x y"),
+            (&["./bin/bare-script"], "exit Some(0) bare-ran"),
+            (&["noexec"], "spawn error PermissionDenied"),
+            (&["./bin/noexec"], "spawn error PermissionDenied"),
+            (&["no-such-program-anywhere"], "spawn error NotFound"),
+            (&["/no/such/dir/prog"], "spawn error NotFound"),
+        ];
+        for (argv, want) in cases {
+            let [plain, sandboxed] = both(&runner, &s, req(argv));
+            assert_eq!(plain.trim_end(), want.trim_end(), "{argv:?} unsandboxed");
+            assert_eq!(sandboxed, plain, "{argv:?}: sandboxed differs");
+        }
+        // The environment is exactly the request's (later entries win) and the tmp vars.
+        let mut env_req = request(&s, &w, &["env".to_string()]);
+        env_req.env.push(("EXTRA".into(), "1".into()));
+        let got = lines(&runner.run_blocking(env_req.clone()).unwrap());
+        // (python3 adds LC_CTYPE itself under LANG=C.)
+        assert_eq!(got, ["env EXTRA,LANG,LC_CTYPE,PATH,TEMP,TMP,TMPDIR"]);
+        env_req.sandbox = None;
+        let unsandboxed = lines(&runner.run_blocking(env_req).unwrap());
+        assert_eq!(unsandboxed, ["env EXTRA,LANG,LC_CTYPE,PATH"]);
+        // A command that does not start leaves no process behind: P, I and C are reaped.
+        let start = Instant::now();
+        while !children().is_empty() {
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "children left: {:?}",
+                children()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
 }

@@ -36,6 +36,7 @@ mod linux;
 pub mod masks;
 #[cfg(target_os = "linux")]
 pub mod namespace;
+pub mod protect;
 mod report;
 mod restricted_token;
 mod runner;
@@ -50,6 +51,7 @@ mod unix_filter;
 pub use linux::LinuxNonoBackend;
 #[cfg(target_os = "linux")]
 pub use namespace::NamespaceSupport;
+pub use protect::QuarantinedPath;
 pub use report::{BackendProbe, Degradation, DegradationArea, EnforcementLevel, SandboxReport};
 pub use restricted_token::RestrictedTokenBackend;
 pub use runner::{

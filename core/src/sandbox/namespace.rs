@@ -7,17 +7,20 @@
 //! multi-threaded host (Python, Node, Swift).
 //!
 //! Process shape, for one command:
-//! - **P**, the process the runner spawned, sets `PR_SET_PDEATHSIG`, unshares the namespaces,
-//!   writes its own id maps, builds the mount view, then forks **I** and waits for it; it exits
-//!   with the command's status (re-raising its signal).
-//! - **I** is PID 1 of the new PID namespace: it mounts a fresh `/proc`, forks **C**, reaps every
+//! - **P**, the process the runner spawned (the one fork of the host's address space), sets
+//!   `PR_SET_PDEATHSIG`, joins or unshares the namespaces, builds the mount view, then creates
+//!   **I** and waits for it; it exits with the command's status (re-raising its signal).
+//! - **I** is PID 1 of the new PID namespace, a `clone(CLONE_VM)` child of P on a stack of its
+//!   own (no copy of the address space): it mounts a fresh `/proc`, creates **C**, reaps every
 //!   orphan, forwards `SIGTERM`/`SIGINT`/`SIGHUP`/`SIGQUIT`/`SIGUSR1`/`SIGUSR2` to C, and exits
 //!   when C does. When I exits the kernel kills every process in the namespace; I dies with P
 //!   (`PR_SET_PDEATHSIG`), and P dies with turngate.
-//! - **C** restores the signal mask, changes into the working directory again (in the new mount
-//!   view), and returns to the runner's `pre_exec`, which applies Landlock and seccomp, drops the
-//!   capabilities of the user namespace, marks every inherited descriptor close-on-exec, and
-//!   execs the command.
+//! - **C** is a `clone(CLONE_VM | CLONE_VFORK)` child of I on the other stack (I waits until C
+//!   execs, as with vfork): it restores the signal mask and runs the runner's command step,
+//!   which changes into the working directory again (in the new mount view), marks every
+//!   inherited descriptor close-on-exec, applies Landlock and seccomp, drops the capabilities
+//!   of the user namespace and execs the command itself (the runner's prepared argv, envp and
+//!   `PATH` candidates). A failure of I or C is written to the runner's failure pipe.
 //!
 //! It never decides what may run; it only narrows what the command can reach.
 
@@ -66,6 +69,7 @@ pub(crate) const STEP_EGRESS_LISTENER: u32 = 31;
 pub(crate) const STEP_OVERLAY_RULE: u32 = 32;
 pub(crate) const STEP_SETNS: u32 = 33;
 pub(crate) const STEP_TMP: u32 = 34;
+pub(crate) const STEP_EXEC: u32 = 35;
 pub(crate) const STEP_MOUNT_BASE: u32 = 100;
 
 /// Which namespaces an unprivileged process may create on this machine.
@@ -1068,6 +1072,7 @@ pub(crate) fn step_name(step: u32) -> &'static str {
         STEP_OVERLAY_RULE => "overlay_landlock_rule",
         STEP_SETNS => "join_shared_namespaces",
         STEP_TMP => "private_tmp",
+        STEP_EXEC => "exec",
         _ => "other",
     }
 }
@@ -1796,23 +1801,123 @@ const FORWARDED: &[libc::c_int] = &[
     libc::SIGUSR2,
 ];
 
+/// Where the two `CLONE_VM` children's stacks and their shared state live: one anonymous
+/// mapping made in P (the runner's forked copy of the host, never the host itself), each stack
+/// below a guard page, the [`Handoff`] at the top. It is never unmapped: it goes with P's
+/// address space when the last of P, I and C is gone (or C has exec'd).
+const GUARD: usize = 64 << 10;
+const STACK: usize = 256 << 10;
+const REGION: usize = 2 * (GUARD + STACK) + GUARD;
+
+/// What I and C read from P, in the shared mapping (never on a stack another process may
+/// reuse). Written by P before I exists; `old_mask` by I before C exists.
+struct Handoff<'a> {
+    plan: *const NamespacePlan,
+    /// The rest of the confinement and the exec, run by C (returns only on failure).
+    command: *mut (dyn FnMut() -> RawFailure + 'a),
+    alive: libc::c_int,
+    status_out: libc::c_int,
+    report: libc::c_int,
+    failure: libc::c_int,
+    command_stack: *mut libc::c_void,
+    old_mask: libc::sigset_t,
+}
+
+/// Write `(step, errno)` to the runner's failure pipe (-1: none). One raw `write`.
+fn write_failure(fd: libc::c_int, (step, errno): RawFailure) {
+    if fd < 0 {
+        return;
+    }
+    let mut msg = [0u8; 8];
+    msg[..4].copy_from_slice(&step.to_ne_bytes());
+    msg[4..].copy_from_slice(&errno.to_ne_bytes());
+    // SAFETY: a live 8-byte stack buffer; a failed write is ignored.
+    unsafe {
+        libc::write(fd, msg.as_ptr().cast(), msg.len());
+    }
+}
+
+/// Map the stacks of I and C and place `handoff` at the top; returns the mapping's base.
+///
+/// # Safety
+/// Raw syscalls only; call in P.
+unsafe fn map_region() -> Result<*mut u8, i32> {
+    // SAFETY: an anonymous private mapping; the guard pages are made inaccessible.
+    unsafe {
+        let base = libc::mmap(
+            std::ptr::null_mut(),
+            REGION,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
+            -1,
+            0,
+        );
+        if base == libc::MAP_FAILED {
+            return Err(errno());
+        }
+        let base = base.cast::<u8>();
+        for guard in [0, GUARD + STACK] {
+            if libc::mprotect(base.add(guard).cast(), GUARD, libc::PROT_NONE) != 0 {
+                return Err(errno());
+            }
+        }
+        Ok(base)
+    }
+}
+
+/// I's entry on its own stack (`clone(CLONE_VM)` from P).
+extern "C" fn init_entry(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the Handoff P wrote into the shared mapping before cloning; the plan it
+    // points at lives in P's memory, which P never frees (it never returns).
+    unsafe {
+        let handoff = &mut *arg.cast::<Handoff<'_>>();
+        let failed = (*handoff.plan).init(handoff);
+        write_failure(handoff.failure, failed);
+        libc::_exit(127)
+    }
+}
+
+/// C's entry on its own stack (`clone(CLONE_VM | CLONE_VFORK)` from I: I is suspended until
+/// C execs or exits, so nothing else touches the memory C uses).
+extern "C" fn command_entry(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: as in `init_entry`; I waits (vfork) while C runs.
+    unsafe {
+        let handoff = &mut *arg.cast::<Handoff<'_>>();
+        libc::close(handoff.status_out);
+        if handoff.report >= 0 {
+            libc::close(handoff.report);
+        }
+        libc::sigprocmask(libc::SIG_SETMASK, &handoff.old_mask, std::ptr::null_mut());
+        let failed = (*handoff.command)();
+        write_failure(handoff.failure, failed);
+        libc::_exit(127)
+    }
+}
+
 impl NamespacePlan {
-    /// Run in P (the spawned child, before exec). Returns only in C, the command's process;
-    /// P and I never return (they `_exit`). `report` gets the failure of P's or I's own steps
-    /// before the error is returned to the runner. `bridge` is P's end of the egress
+    /// Run in P (the spawned child, before exec). Returns `Ok` only where there is no PID
+    /// namespace: then P is the command's process and the caller confines it and execs.
+    /// With a PID namespace P never returns on success: I and C are `CLONE_VM` children on
+    /// stacks of their own (no copy of the host's page tables, ADR 0017 §4), C runs `command`
+    /// (the rest of the confinement and the exec; it returns only on failure), and every
+    /// failure of I or C is written to `failure` (the runner's failure pipe); P's own failures
+    /// are returned. `bridge` is P's end of the egress
     /// socketpair (-1 without the proxy): the listener goes to turngate through it, and both
     /// are closed before anything else runs in the namespace. `report` is the write end of the
     /// runner's status pipe (-1: none): I writes the command's wait status there as it
     /// reaps it, so the runner need not wait for P and I to leave (ADR 0017).
     ///
     /// # Safety
-    /// Call only between fork and exec. Raw syscalls only.
+    /// Call only between fork and exec. Raw syscalls only; `command` must be too.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn enter(
         &self,
         parent_pid: libc::pid_t,
         bridge: libc::c_int,
         tmp: Option<&std::ffi::CStr>,
         report: libc::c_int,
+        failure: libc::c_int,
+        command: &mut dyn FnMut() -> RawFailure,
     ) -> Result<(), RawFailure> {
         // SAFETY (whole function): raw syscalls with scalars, live stack buffers, and
         // NUL-terminated strings prepared by the parent.
@@ -1884,47 +1989,59 @@ impl NamespacePlan {
             {
                 return Err((STEP_FORK_INIT, errno()));
             }
-            match raw_fork() {
-                pid if pid < 0 => Err((STEP_FORK_INIT, errno())),
-                0 => {
-                    libc::close(alive[1]);
-                    libc::close(status_pipe[0]);
-                    self.init(alive[0], status_pipe[1], report)
-                }
-                init => {
-                    // P: keep only the ends it needs; everything else (stdio, the runner's
-                    // pipes) is closed so that only C holds them.
-                    libc::close(alive[0]);
-                    libc::close(status_pipe[1]);
-                    close_all_but(&[alive[1], status_pipe[0]]);
-                    supervise(init, status_pipe[0])
-                }
+            let base = match map_region() {
+                Ok(base) => base,
+                Err(e) => return Err((STEP_FORK_INIT, e)),
+            };
+            let handoff = base.add(REGION - GUARD).cast::<Handoff<'_>>();
+            handoff.write(Handoff {
+                plan: self,
+                command,
+                alive: alive[0],
+                status_out: status_pipe[1],
+                report,
+                failure,
+                command_stack: base.add(2 * (GUARD + STACK)).cast(),
+                old_mask: std::mem::zeroed(),
+            });
+            // I shares P's address space (no copy of it) on its own stack; its file table,
+            // signal handlers and namespaces are its own. SIGCHLD: P reaps it.
+            let init = libc::clone(
+                init_entry,
+                base.add(GUARD + STACK).cast(),
+                libc::CLONE_VM | libc::SIGCHLD,
+                handoff.cast(),
+            );
+            if init < 0 {
+                return Err((STEP_FORK_INIT, errno()));
             }
+            // P: keep only the ends it needs; everything else (stdio, the runner's pipes) is
+            // closed so that only C holds them.
+            libc::close(alive[0]);
+            libc::close(status_pipe[1]);
+            close_all_but(&[alive[1], status_pipe[0]]);
+            supervise(init, status_pipe[0])
         }
     }
 
-    /// I: PID 1 of the namespace. Returns only in C.
-    unsafe fn init(
-        &self,
-        alive: libc::c_int,
-        status_out: libc::c_int,
-        report: libc::c_int,
-    ) -> Result<(), RawFailure> {
+    /// I: PID 1 of the namespace. Returns only its own failure (C's go to the runner's failure
+    /// pipe from C).
+    unsafe fn init(&self, handoff: &mut Handoff<'_>) -> RawFailure {
         // SAFETY (whole function): as in `enter`.
         unsafe {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err((STEP_PDEATHSIG, errno()));
+                return (STEP_PDEATHSIG, errno());
             }
             // P may have died before the death signal was armed.
             let mut pfd = libc::pollfd {
-                fd: alive,
+                fd: handoff.alive,
                 events: libc::POLLIN,
                 revents: 0,
             };
             if libc::poll(&mut pfd, 1, 0) != 0 {
-                return Err((STEP_PARENT_GONE, libc::ESRCH));
+                return (STEP_PARENT_GONE, libc::ESRCH);
             }
-            libc::close(alive);
+            libc::close(handoff.alive);
             if self.mount
                 && libc::mount(
                     c"proc".as_ptr(),
@@ -1934,7 +2051,7 @@ impl NamespacePlan {
                     std::ptr::null(),
                 ) != 0
             {
-                return Err((STEP_PROC, errno()));
+                return (STEP_PROC, errno());
             }
             let mut set: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut set);
@@ -1942,23 +2059,20 @@ impl NamespacePlan {
             for sig in FORWARDED {
                 libc::sigaddset(&mut set, *sig);
             }
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigprocmask(libc::SIG_BLOCK, &set, &mut old);
-            match raw_fork() {
-                pid if pid < 0 => Err((STEP_FORK_COMMAND, errno())),
-                0 => {
-                    libc::close(status_out);
-                    if report >= 0 {
-                        libc::close(report);
-                    }
-                    libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-                    Ok(())
-                }
-                command => {
-                    close_all_but(&[status_out, report]);
-                    reap(command, &set, status_out, report)
-                }
+            libc::sigprocmask(libc::SIG_BLOCK, &set, &mut handoff.old_mask);
+            // C shares the address space too, on the other stack; I is suspended until C
+            // execs (or exits on a failure it reported), as with vfork.
+            let command = libc::clone(
+                command_entry,
+                handoff.command_stack,
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                (handoff as *mut Handoff<'_>).cast(),
+            );
+            if command < 0 {
+                return (STEP_FORK_COMMAND, errno());
             }
+            close_all_but(&[handoff.status_out, handoff.report]);
+            reap(command, &set, handoff.status_out, handoff.report)
         }
     }
 }

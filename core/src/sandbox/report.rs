@@ -81,6 +81,10 @@ pub struct SandboxReport {
     /// What the mount view hides, binds read-only or empties.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub masks: Vec<Mask>,
+    /// Protected files the command created, moved into quarantine after it ended so they
+    /// never take effect (ADR 0020).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quarantined: Vec<super::protect::QuarantinedPath>,
 }
 
 impl SandboxReport {
@@ -95,6 +99,7 @@ impl SandboxReport {
             narrowings: Vec::new(),
             namespaces: Vec::new(),
             masks: Vec::new(),
+            quarantined: Vec::new(),
         }
     }
 
@@ -118,6 +123,24 @@ impl SandboxReport {
             narrowings,
             namespaces: Vec::new(),
             masks: Vec::new(),
+            quarantined: Vec::new(),
+        }
+    }
+
+    /// Record what the scan for protected files created during the run found (ADR 0020): the
+    /// quarantined entries, and a filesystem degradation for a scan that could not complete
+    /// (what it could not judge or move is not known to be harmless).
+    pub fn add_quarantine(&mut self, quarantine: super::protect::Quarantine) {
+        self.quarantined.extend(quarantine.quarantined);
+        if !quarantine.incomplete.is_empty() {
+            self.degradations.push(Degradation::new(
+                DegradationArea::Filesystem,
+                format!(
+                    "the scan for protected files created by the command did not complete: {}",
+                    quarantine.incomplete.join("; ")
+                ),
+            ));
+            self.status = EnforcementLevel::PartiallyActive;
         }
     }
 

@@ -418,14 +418,146 @@ fn stage_name(code: u32) -> &'static str {
     }
 }
 
-/// Everything the child applies before exec, in order: the namespace layer (P and I stay in
-/// it and never return; only C does), then in C the working directory again (the mount view
-/// changed under it), every inherited descriptor above stderr close-on-exec, Landlock and
-/// nono's seccomp filter, the Unix socket filter, and no capabilities.
+/// The command's exec, prepared in the parent: C (a `CLONE_VM` child of the namespace's init)
+/// cannot return into `std`'s exec, so it execs itself, searching `PATH` as `execvp` does.
+#[cfg(target_os = "linux")]
+struct ExecPlan {
+    /// The paths to try, in order: the program itself when it names a path, else each `PATH`
+    /// entry joined with it.
+    candidates: Vec<std::ffi::CString>,
+    _argv: Vec<std::ffi::CString>,
+    _envp: Vec<std::ffi::CString>,
+    argv_ptrs: Vec<*const libc::c_char>,
+    envp_ptrs: Vec<*const libc::c_char>,
+    /// `/bin/sh <candidate> argv[1..]` for a file the kernel will not exec (`ENOEXEC`), as
+    /// `execvp` does; slot 1 is set to the candidate in the child.
+    sh_ptrs: Vec<*const libc::c_char>,
+}
+
+// SAFETY: the pointers point into the CStrings owned by the same struct (heap buffers that do
+// not move); they are only read, and only in the child.
+#[cfg(target_os = "linux")]
+unsafe impl Send for ExecPlan {}
+// SAFETY: as above.
+#[cfg(target_os = "linux")]
+unsafe impl Sync for ExecPlan {}
+
+#[cfg(target_os = "linux")]
+impl ExecPlan {
+    fn new(
+        argv: &[OsString],
+        env: &std::collections::BTreeMap<OsString, OsString>,
+    ) -> Result<ExecPlan, std::io::Error> {
+        use std::ffi::CString;
+        let nul = |_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "nul byte found");
+        let c = |b: &[u8]| CString::new(b).map_err(nul);
+        let argv: Vec<CString> = argv
+            .iter()
+            .map(|a| c(a.as_encoded_bytes()))
+            .collect::<Result<_, _>>()?;
+        let envp: Vec<CString> = env
+            .iter()
+            .map(|(k, v)| {
+                let mut kv = k.as_encoded_bytes().to_vec();
+                kv.push(b'=');
+                kv.extend_from_slice(v.as_encoded_bytes());
+                c(&kv)
+            })
+            .collect::<Result<_, _>>()?;
+        let program = argv.first().map(|p| p.as_bytes()).unwrap_or_default();
+        let candidates = if program.contains(&b'/') {
+            vec![c(program)?]
+        } else {
+            let path = env
+                .get(std::ffi::OsStr::new("PATH"))
+                .map(|p| p.as_encoded_bytes())
+                .unwrap_or(b"/bin:/usr/bin");
+            path.split(|b| *b == b':')
+                .map(|dir| {
+                    if dir.is_empty() {
+                        c(program)
+                    } else {
+                        let mut full = dir.to_vec();
+                        full.push(b'/');
+                        full.extend_from_slice(program);
+                        c(&full)
+                    }
+                })
+                .collect::<Result<_, _>>()?
+        };
+        let ptrs = |v: &[CString]| {
+            v.iter()
+                .map(|s| s.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect::<Vec<_>>()
+        };
+        let argv_ptrs = ptrs(&argv);
+        let envp_ptrs = ptrs(&envp);
+        let mut sh_ptrs = vec![c"/bin/sh".as_ptr(), std::ptr::null()];
+        sh_ptrs.extend(argv_ptrs.iter().skip(1));
+        if argv_ptrs.len() < 2 {
+            sh_ptrs.push(std::ptr::null());
+        }
+        Ok(ExecPlan {
+            candidates,
+            _argv: argv,
+            _envp: envp,
+            argv_ptrs,
+            envp_ptrs,
+            sh_ptrs,
+        })
+    }
+
+    /// Exec the command; returns only on failure, with `execvp`'s errno.
+    ///
+    /// # Safety
+    /// Call only in the child. Raw syscalls only.
+    unsafe fn exec(&mut self) -> (u32, i32) {
+        let mut eacces = false;
+        let mut last = libc::ENOENT;
+        // SAFETY: NUL-terminated strings and NULL-terminated pointer arrays owned by `self`.
+        unsafe {
+            for path in &self.candidates {
+                libc::execve(
+                    path.as_ptr(),
+                    self.argv_ptrs.as_ptr(),
+                    self.envp_ptrs.as_ptr(),
+                );
+                let mut e = *libc::__errno_location();
+                if e == libc::ENOEXEC {
+                    self.sh_ptrs[1] = path.as_ptr();
+                    libc::execve(
+                        c"/bin/sh".as_ptr(),
+                        self.sh_ptrs.as_ptr(),
+                        self.envp_ptrs.as_ptr(),
+                    );
+                    e = *libc::__errno_location();
+                }
+                match e {
+                    libc::EACCES => eacces = true,
+                    libc::ENOENT
+                    | libc::ESTALE
+                    | libc::ENOTDIR
+                    | libc::ENODEV
+                    | libc::ETIMEDOUT => {}
+                    _ => return (super::namespace::STEP_EXEC, e),
+                }
+                last = e;
+            }
+        }
+        let e = if eacces { libc::EACCES } else { last };
+        (super::namespace::STEP_EXEC, e)
+    }
+}
+
+/// Everything the child applies before exec, in order: the namespace layer (with a PID
+/// namespace P and I stay in it and never return, and C runs [`confine_command`] and the exec
+/// there), then [`confine_command`] in this process when it is the command's own.
 ///
 /// # Safety
 /// Call only between fork and exec. Raw syscalls only.
 #[cfg(target_os = "linux")]
+#[allow(clippy::too_many_arguments)]
 unsafe fn confine(
     launch: &super::linux::LinuxLaunch,
     cwd: &std::ffi::CStr,
@@ -433,16 +565,48 @@ unsafe fn confine(
     bridge: libc::c_int,
     tmp: Option<(&std::ffi::CStr, libc::c_int)>,
     report: libc::c_int,
+    failure: libc::c_int,
+    exec: &mut ExecPlan,
 ) -> Result<(), (u32, i32)> {
-    use super::namespace as ns;
     // SAFETY (whole function): raw syscalls on scalars and NUL-terminated strings prepared by
     // the parent.
     unsafe {
         if let Some(plan) = &launch.namespaces {
-            plan.enter(parent, bridge, tmp.map(|(path, _)| path), report)?;
-            if libc::chdir(cwd.as_ptr()) != 0 {
-                return Err((ns::STEP_CHDIR, *libc::__errno_location()));
-            }
+            let mut command = || match confine_command(launch, cwd, tmp) {
+                Ok(()) => exec.exec(),
+                Err(failed) => failed,
+            };
+            plan.enter(
+                parent,
+                bridge,
+                tmp.map(|(path, _)| path),
+                report,
+                failure,
+                &mut command,
+            )?;
+        }
+        // No PID namespace: this process is the command's own; std execs it.
+        confine_command(launch, cwd, tmp)
+    }
+}
+
+/// The command's own confinement: the working directory again (the mount view changed under
+/// it), every inherited descriptor above stderr close-on-exec, the tmp grant, Landlock and
+/// nono's seccomp filter, the Unix socket filter, and no capabilities.
+///
+/// # Safety
+/// Call only in the command's process before exec. Raw syscalls only.
+#[cfg(target_os = "linux")]
+unsafe fn confine_command(
+    launch: &super::linux::LinuxLaunch,
+    cwd: &std::ffi::CStr,
+    tmp: Option<(&std::ffi::CStr, libc::c_int)>,
+) -> Result<(), (u32, i32)> {
+    use super::namespace as ns;
+    // SAFETY (whole function): as in `confine`.
+    unsafe {
+        if launch.namespaces.is_some() && libc::chdir(cwd.as_ptr()) != 0 {
+            return Err((ns::STEP_CHDIR, *libc::__errno_location()));
         }
         libc::syscall(
             libc::SYS_close_range,
@@ -655,17 +819,62 @@ fn status_receiver(read_end: OwnedFd) -> std::io::Result<tokio::net::unix::pipe:
     tokio::net::unix::pipe::Receiver::from_owned_fd_unchecked(read_end)
 }
 
+/// The failure the child wrote, if any. Non-blocking: every writer wrote before the spawn
+/// returned.
 #[cfg(target_os = "linux")]
 fn read_child_failure(read_end: &OwnedFd) -> Option<(u32, i32)> {
     let mut msg = [0u8; 8];
-    // SAFETY: `msg` is a live 8-byte buffer; the write end is closed, so this cannot block.
-    let n = unsafe { libc::read(read_end.as_raw_fd(), msg.as_mut_ptr().cast(), msg.len()) };
+    // SAFETY: fcntl on an owned descriptor; `msg` is a live 8-byte buffer.
+    let n = unsafe {
+        let flags = libc::fcntl(read_end.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(
+            read_end.as_raw_fd(),
+            libc::F_SETFL,
+            flags | libc::O_NONBLOCK,
+        );
+        libc::read(read_end.as_raw_fd(), msg.as_mut_ptr().cast(), msg.len())
+    };
     if n != 8 {
         return None;
     }
     let stage = u32::from_ne_bytes([msg[0], msg[1], msg[2], msg[3]]);
     let errno = i32::from_ne_bytes([msg[4], msg[5], msg[6], msg[7]]);
     Some((stage, errno))
+}
+
+/// The error for a child that did not start: the step it reported (the sandbox's, the
+/// namespace layer's, or the exec's own), else the spawn's error.
+fn child_error(
+    prepared: Option<&PreparedSandbox>,
+    failure: Option<(u32, i32)>,
+    program: OsString,
+    source: std::io::Error,
+) -> RunError {
+    #[cfg(target_os = "linux")]
+    if let Some((stage, errno)) = failure {
+        if stage == super::namespace::STEP_EXEC {
+            return RunError::Spawn {
+                program,
+                source: std::io::Error::from_raw_os_error(errno),
+            };
+        }
+        if stage >= 20 {
+            let step = match prepared.map(|p| &p.launch) {
+                Some(Launch::PreExec(l)) => match &l.namespaces {
+                    Some(plan) => plan.step_description(stage),
+                    None => super::namespace::step_name(stage).to_string(),
+                },
+                _ => super::namespace::step_name(stage).to_string(),
+            };
+            return RunError::NamespaceSetup { step, errno };
+        }
+        return RunError::SandboxApply {
+            stage: stage_name(stage),
+            errno,
+        };
+    }
+    let _ = (prepared, failure);
+    RunError::Spawn { program, source }
 }
 
 impl ProcessRunner {
@@ -776,9 +985,16 @@ impl ProcessRunner {
                 cmd
             }
         };
-        cmd.env_clear()
-            .envs(request.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&request.cwd)
+        // The child's whole environment, as std builds it (later entries win); the sandboxed
+        // command's own exec uses the same map (`ExecPlan`).
+        let mut env: std::collections::BTreeMap<OsString, OsString> =
+            request.env.iter().cloned().collect();
+        if let Some(dir) = &tmp_env {
+            for name in ["TMPDIR", "TMP", "TEMP"] {
+                env.insert(name.into(), dir.clone());
+            }
+        }
+        cmd.current_dir(&request.cwd)
             .stdin(match (&stdio, request.stdin) {
                 (Some(pipes), _) => Stdio::from(pipes.stdin.try_clone()?),
                 (None, StdinPolicy::Null) => Stdio::null(),
@@ -790,12 +1006,6 @@ impl ProcessRunner {
             })
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        if let Some(dir) = &tmp_env {
-            for name in ["TMPDIR", "TMP", "TEMP"] {
-                cmd.env(name, dir);
-            }
-        }
-
         let new_session = request.new_session;
         if !new_session {
             cmd.process_group(0);
@@ -819,7 +1029,7 @@ impl ProcessRunner {
                 {
                     bridge = Some(bridge_pair()?);
                     for (name, value) in super::egress::PROXY_ENV {
-                        cmd.env(name, value);
+                        env.insert(name.into(), value.into());
                     }
                 }
                 let bridge_fd = bridge.as_ref().map_or(-1, |(_, child)| child.as_raw_fd());
@@ -847,6 +1057,11 @@ impl ProcessRunner {
                 };
                 let (read_end, write_end) = cloexec_pipe()?;
                 let fd = write_end.as_raw_fd();
+                let mut exec =
+                    ExecPlan::new(&request.argv, &env).map_err(|source| RunError::Spawn {
+                        program: program.clone(),
+                        source,
+                    })?;
                 let sandbox = Arc::clone(sandbox);
                 let cwd = std::ffi::CString::new(request.cwd.as_os_str().as_encoded_bytes())
                     .map_err(|_| RunError::InvalidRequest("cwd contains a NUL byte".into()))?;
@@ -865,9 +1080,9 @@ impl ProcessRunner {
                         let tmp = run_tmp
                             .as_ref()
                             .map(|t| (t.path.as_c_str(), t.fd.as_raw_fd()));
-                        if let Err((step, errno)) =
-                            confine(&sandbox, &cwd, parent, bridge_fd, tmp, report_fd)
-                        {
+                        if let Err((step, errno)) = confine(
+                            &sandbox, &cwd, parent, bridge_fd, tmp, report_fd, fd, &mut exec,
+                        ) {
                             report_child_failure(fd, step, errno);
                             return Err(std::io::Error::from_raw_os_error(errno));
                         }
@@ -891,6 +1106,7 @@ impl ProcessRunner {
             }
         }
 
+        cmd.env_clear().envs(&env);
         let start = Instant::now();
         let spawned = spawn_child(&mut cmd);
         // The child has its stdio now: this process keeps no copy of a server's pipe ends,
@@ -900,37 +1116,34 @@ impl ProcessRunner {
         drop(stdio);
         #[cfg(target_os = "linux")]
         let child_failure = failure_pipe.and_then(|(read_end, write_end)| {
+            // Every failure, of P, I or C, was written before the spawn returned (before the
+            // last copy of std's exec pipe closed), so a non-blocking read sees it.
             drop(write_end);
-            if spawned.is_err() {
-                read_child_failure(&read_end)
-            } else {
-                None
-            }
+            read_child_failure(&read_end)
         });
         #[cfg(not(target_os = "linux"))]
         let child_failure: Option<(u32, i32)> = None;
         let mut child = match spawned {
+            // I or C failed after P's spawn succeeded: nothing ran; P is ending on its own.
+            #[cfg(target_os = "linux")]
+            Ok(mut child) if child_failure.is_some() => {
+                let _ = child.wait().await;
+                let source = std::io::Error::other("the sandboxed command did not start");
+                return Err(child_error(
+                    prepared.as_deref(),
+                    child_failure,
+                    program,
+                    source,
+                ));
+            }
             Ok(child) => child,
             Err(source) => {
-                #[cfg(target_os = "linux")]
-                if let Some((stage, errno)) = child_failure {
-                    if stage >= 20 {
-                        let step = match prepared.as_ref().map(|p| &p.launch) {
-                            Some(Launch::PreExec(l)) => match &l.namespaces {
-                                Some(plan) => plan.step_description(stage),
-                                None => super::namespace::step_name(stage).to_string(),
-                            },
-                            _ => super::namespace::step_name(stage).to_string(),
-                        };
-                        return Err(RunError::NamespaceSetup { step, errno });
-                    }
-                    return Err(RunError::SandboxApply {
-                        stage: stage_name(stage),
-                        errno,
-                    });
-                }
-                let _ = child_failure;
-                return Err(RunError::Spawn { program, source });
+                return Err(child_error(
+                    prepared.as_deref(),
+                    child_failure,
+                    program,
+                    source,
+                ));
             }
         };
         let pid = child.id().unwrap_or(0);
