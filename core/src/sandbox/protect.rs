@@ -122,8 +122,15 @@ fn kind_of(meta: &std::fs::Metadata) -> &'static str {
     }
 }
 
-/// Whether `policy` protects `path`: a read deny, or a write deny or ask.
+/// Whether `policy` protects `path`: a read deny, or a write deny or ask. A `.git`
+/// *directory* is not protected itself (each commit changes it; what in it runs code is
+/// judged by name), a `.git` file (a worktree's pointer) is.
 fn protected(policy: &CompiledPolicy, workspace: Option<&Path>, path: &Path) -> bool {
+    if path.file_name().is_some_and(|n| n == ".git")
+        && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+    {
+        return false;
+    }
     let abs = path.to_string_lossy();
     let rel = workspace
         .and_then(|ws| path.strip_prefix(ws).ok())
