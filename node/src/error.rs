@@ -7,9 +7,9 @@
 use std::future::Future;
 
 use napi::bindgen_prelude::{
-    FnArgs, Function, FunctionRef, Promise, PromiseRaw, ToNapiValue, Unknown,
+    FnArgs, FromNapiValue, Function, FunctionRef, Promise, PromiseRaw, ToNapiValue, Unknown,
 };
-use napi::{Env, Status};
+use napi::{Env, Status, ValueType};
 use serde_json::{Map, Value};
 use turngate_ffi::TurnGateError;
 
@@ -100,6 +100,27 @@ pub fn options<T: serde::de::DeserializeOwned>(
     value: Value,
 ) -> napi::Result<T> {
     turngate_ffi::wire::from_camel_value(what, value).or_throw(env)
+}
+
+/// An optional object argument of a `#[napi(object)]` type. napi-rs reads such an argument's
+/// properties from whatever value it is given (a number or a string has none, so every option
+/// would quietly be absent); anything but an object, `undefined` or `null` throws
+/// `InvalidInput` here instead.
+pub fn object_arg<T: FromNapiValue>(
+    env: &Env,
+    what: &str,
+    value: Option<Unknown<'_>>,
+) -> napi::Result<Option<T>> {
+    let Some(value) = value else { return Ok(None) };
+    match value.get_type()? {
+        ValueType::Undefined | ValueType::Null => Ok(None),
+        // SAFETY: `value` is a live argument of the current call, converted before it returns.
+        ValueType::Object => unsafe { value.cast::<T>() }.map(Some),
+        other => Err(js_error(
+            env,
+            TurnGateError::invalid(what, &format!("expected an object, not {other}")),
+        )),
+    }
 }
 
 /// `Result<T, TurnGateError>` to a napi result, building the native error.

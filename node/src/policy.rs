@@ -97,6 +97,10 @@ impl Policy {
     /// A policy from an object in the policy-file format.
     #[napi(factory, ts_args_type = "data: PolicyFile")]
     pub fn from_object(env: Env, data: Value) -> napi::Result<Self> {
+        if !data.is_object() {
+            let e = turngate_ffi::TurnGateError::invalid("data", "expected a policy-file object");
+            return Err(crate::error::js_error(&env, e));
+        }
         PolicyHandle::from_json_value(data).map(wrap).or_throw(&env)
     }
 
@@ -108,7 +112,7 @@ impl Policy {
 
     /// The tiered policy: reads allowed, writes and execs ask (`rustc` and `testBinary`
     /// allowed), network denied (`providerHost` allowed), secrets denied.
-    #[napi(factory)]
+    #[napi(factory, strict)]
     pub fn tiered(env: Env, options: Option<TieredOptions>) -> napi::Result<Self> {
         let o = options.unwrap_or_default();
         PolicyHandle::tiered(o.test_binary, o.provider_host)
@@ -143,6 +147,7 @@ impl Policy {
 
     /// A new policy with a rule added to the current layer (or to a new layer `options.layer`).
     #[napi(
+        strict,
         ts_args_type = "kind: ActionKind, effect: Effect, pattern: string, options?: RuleOptions"
     )]
     pub fn rule(
