@@ -109,6 +109,13 @@ export interface NetworkCheck { verdict: Verdict; host: string | null; port: num
 export interface NetworkResolution { check: NetworkCheck; addrs: string[] }
 /** What the shell parser finds in a command line. */
 export interface ParsedCommandLine { programs: string[]; unresolved: string[]; plain: boolean }
+/** An approver's answer: `approve` (or `allow`; optionally a `modified` action to run instead
+ * and rules to `remember` for the run, both re-checked), `deny` with the `reason` the model
+ * sees, or `defer` (persist the request and pause). */
+export type Decision =
+  | { decision: 'approve' | 'allow'; modified?: Action | null; remember?: Rule[]; reason?: string | null }
+  | { decision: 'deny'; reason?: string | null }
+  | { decision: 'defer'; reason?: string | null }
 /** What a JavaScript approver may answer. */
 export type ApproverAnswer = boolean | 'approve' | 'allow' | 'deny' | 'defer' | Decision
 /** A JavaScript approver: returns an answer or a Promise of one; a rejection is a denial. */

@@ -10,8 +10,9 @@ use napi_derive::napi;
 use serde_json::Value;
 use turngate_ffi::{BrokerHandle, PendingHandle, SubscriptionHandle};
 
-use crate::error::{OrThrow, promise};
+use crate::error::OrThrow;
 use crate::policy::{Action, Policy};
+use crate::settle::promise;
 
 /// What `Broker.respond` did.
 #[napi(object)]

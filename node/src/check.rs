@@ -9,8 +9,10 @@ use napi_derive::napi;
 use serde_json::Value;
 use turngate_ffi::check::{self as fc, FilteredEnvRecord, SpawnPlanRequest};
 
-use crate::error::{OrThrow, blocking, options, record};
+use crate::convert::{object_arg, options, record};
+use crate::error::OrThrow;
 use crate::policy::Policy;
+use crate::settle::blocking;
 
 /// An environment variable, as text or raw bytes.
 #[napi(object)]
@@ -201,7 +203,7 @@ pub fn plan_spawn(
     command_line: String,
     options: Option<Unknown<'_>>,
 ) -> napi::Result<SpawnPlan> {
-    let o: SpawnPlanOptions = crate::error::object_arg(&env, "options", options)?.unwrap_or_default();
+    let o: SpawnPlanOptions = object_arg(&env, "options", options)?.unwrap_or_default();
     let request = SpawnPlanRequest {
         command_line,
         cwd: o.cwd,

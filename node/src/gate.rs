@@ -10,12 +10,15 @@ use napi::bindgen_prelude::{Buffer, PromiseRaw};
 use napi_derive::napi;
 use serde_json::Value;
 use tokio::sync::watch;
+use turngate_ffi::approver::decision_from_value;
 use turngate_ffi::gate::{OpenRecord, ProcessOutcomeRecord, SpawnRecord};
 use turngate_ffi::{GateHandle, InvocationRecord, TurnGateError};
 
-use crate::approver::{Approver, Decision};
+use crate::approver::Approver;
 use crate::broker::Broker;
-use crate::error::{OrThrow, options, promise, record};
+use crate::convert::{options, record};
+use crate::error::OrThrow;
+use crate::settle::promise;
 use crate::store::Store;
 
 /// A finished command.
@@ -241,14 +244,17 @@ impl Gate {
 
     /// Decide a deferred request (possibly persisted by another process): the stored action,
     /// exactly as shown, is re-checked against this gate's policy.
-    #[napi(ts_return_type = "Promise<Authorization>")]
+    #[napi(
+        ts_args_type = "requestId: string, decision: Decision",
+        ts_return_type = "Promise<Authorization>"
+    )]
     pub fn resume<'env>(
         &self,
         env: &'env Env,
         request_id: String,
-        decision: Decision,
+        decision: Value,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
-        let decision = decision.to_record().or_throw(env)?;
+        let decision = decision_from_value("decision", decision).or_throw(env)?;
         let gate = Arc::clone(&self.gate);
         let work = async move {
             tokio::task::spawn_blocking(move || gate.resume(&request_id, &decision))
@@ -285,14 +291,17 @@ impl Gate {
     /// Decide a deferred shell command and, when allowed, run exactly its stored action under
     /// the snapshot it was requested under (narrowed by this gate's). An `allow_once` approval
     /// runs once; a second call rejects with `already_used`.
-    #[napi(ts_return_type = "Promise<SpawnResult>")]
+    #[napi(
+        ts_args_type = "requestId: string, decision: Decision",
+        ts_return_type = "Promise<SpawnResult>"
+    )]
     pub fn resume_spawn<'env>(
         &self,
         env: &'env Env,
         request_id: String,
-        decision: Decision,
+        decision: Value,
     ) -> napi::Result<PromiseRaw<'env, SpawnResult>> {
-        let decision = decision.to_record().or_throw(env)?;
+        let decision = decision_from_value("decision", decision).or_throw(env)?;
         let gate = Arc::clone(&self.gate);
         let fut = self.guarded(async move { gate.resume_spawn(&request_id, &decision).await });
         promise(env, fut, spawn_result)
@@ -354,7 +363,7 @@ impl Gate {
         tool: Option<String>,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
         let gate = Arc::clone(&self.gate);
-        crate::error::blocking(
+        crate::settle::blocking(
             env,
             move || Ok(gate.resolve_and_check(&url, tool.as_deref())),
             |env, r| record(env, &r),

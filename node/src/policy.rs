@@ -9,7 +9,8 @@ use napi_derive::napi;
 use serde_json::Value;
 use turngate_ffi::{ActionRecord, Effect, PolicyHandle, parse_kind};
 
-use crate::error::{OrThrow, record};
+use crate::convert::record;
+use crate::error::OrThrow;
 
 /// One action of a batch.
 #[napi(object)]

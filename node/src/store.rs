@@ -9,7 +9,9 @@ use napi_derive::napi;
 use serde_json::Value;
 use turngate_ffi::StoreHandle;
 
-use crate::error::{OrThrow, blocking, options};
+use crate::convert::options;
+use crate::error::OrThrow;
+use crate::settle::blocking;
 
 /// What `Store.resolve` recorded.
 #[napi(object)]
