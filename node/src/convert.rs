@@ -15,6 +15,17 @@ pub fn record<T: serde::Serialize>(env: &Env, value: &T) -> napi::Result<Value> 
     turngate_ffi::wire::to_camel_value("result", value).or_throw(env)
 }
 
+/// A facade record straight as a JavaScript value (napi's serde serializer, field names
+/// camelCased on the way): the same object as [`record`] builds, with no JSON in between. For
+/// the per-call paths; its integers above `u32::MAX` become BigInts, so records holding such
+/// numbers go through [`record`].
+pub fn js_record<'env, T: serde::Serialize>(
+    env: &'env Env,
+    value: &T,
+) -> napi::Result<Unknown<'env>> {
+    env.to_js_value(&turngate_ffi::wire::Camel(value))
+}
+
 /// An options record (an `Invocation`, ...) from a camelCase object; unknown fields throw.
 pub fn options<T: serde::de::DeserializeOwned>(
     env: &Env,
@@ -40,7 +51,7 @@ pub fn object_arg<T: FromNapiValue>(
         ValueType::Object => unsafe { value.cast::<T>() }.map(Some),
         other => Err(js_error(
             env,
-            TurnGateError::invalid(what, &format!("expected an object, not {other}")),
+            TurnGateError::invalid(what, format!("expected an object, not {other}")),
         )),
     }
 }

@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use napi::Env;
-use napi::bindgen_prelude::Either;
+use napi::bindgen_prelude::{Either, Unknown};
 use napi_derive::napi;
 use serde_json::Value;
 use turngate_ffi::{ActionRecord, Effect, PolicyHandle, parse_kind};
 
-use crate::convert::record;
+use crate::convert::js_record;
 use crate::error::OrThrow;
 
 /// One action of a batch.
@@ -218,18 +218,18 @@ impl Policy {
         ts_args_type = "kind: ActionKind, target: string, tool?: string | null",
         ts_return_type = "Verdict"
     )]
-    pub fn explain(
+    pub fn explain<'env>(
         &self,
-        env: Env,
+        env: &'env Env,
         kind: String,
         target: String,
         tool: Option<String>,
-    ) -> napi::Result<Value> {
+    ) -> napi::Result<Unknown<'env>> {
         let v = self
             .handle
             .explain(&kind, &target, tool.as_deref())
-            .or_throw(&env)?;
-        record(&env, &v)
+            .or_throw(env)?;
+        js_record(env, &v)
     }
 
     /// The effects of many actions, in order. An unknown kind fails the whole batch, naming the
