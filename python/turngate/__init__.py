@@ -28,7 +28,9 @@ from ._types import (
     Denial,
     Denied,
     Evaluation,
+    Ran,
     Rule,
+    SpawnResult,
     Verdict,
 )
 from ._turngate import (
@@ -39,7 +41,6 @@ from ._turngate import (
     PendingApproval,
     PermissionDenied,
     RunError,
-    SpawnResult,
     Store,
     Subscription,
     check_file,
@@ -108,6 +109,7 @@ __all__ = [
     "Gate",
     "PendingApproval",
     "PermissionDenied",
+    "Ran",
     "RunError",
     "SpawnResult",
     "Store",
