@@ -57,6 +57,9 @@ async function main() {
     ["check shell_command 'cargo test' (plain line)", perCallNs(() => p.check('shell_command', 'cargo test'))],
     ["check shell_command 'cargo test | tee log'", perCallNs(() => p.check('shell_command', 'cargo test | tee log'), 20_000)],
     ['explain file_read config/.env', perCallNs(() => p.explain('file_read', 'config/.env').effect)],
+    // The same verdict (plus its null `condition`/`would`) through a JSON value, for comparison:
+    // `explain` serializes its record straight into JavaScript values.
+    ['explainInTurn file_read config/.env (via JSON)', perCallNs(() => p.explainInTurn('file_read', 'config/.env').effect)],
   ]
   const batch = Array.from({ length: 1000 }, (_, i) => ({ kind: 'file_write', target: `src/mod${i % 50}/lib.rs` }))
   const perBatch = perCallNs(() => p.checkBatch(batch), 200)

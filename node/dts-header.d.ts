@@ -24,7 +24,7 @@ export type ActionKind =
 export type PermissionMode = 'full_access' | 'auto_accept_edits' | 'supervised'
 
 /** A JSON object: protocol objects cross in the JSON shape of `schema(name)`. */
-export type JsonObject = { [key: string]: any }
+export type JsonObject = { [key: string]: unknown }
 /** A policy in the policy-file format (JSON form). */
 export type PolicyFile = JsonObject
 /** A `turngate lint` finding: `{code, severity, path, layer, rule, by?, message}`. */
@@ -56,6 +56,12 @@ export type ApprovalScope = JsonObject
 export type ApprovalRequest = JsonObject
 /** An `ApprovalOutcome`: the request id, its resolution and reason. */
 export type ApprovalOutcome = JsonObject
+/** What `Broker.respond` did: the recorded `outcome` (this response's, or the earlier one that
+ * won), and whether this response is the one recorded. */
+export interface RespondResult { outcome: ApprovalOutcome; applied: boolean }
+/** What `Store.resolve` recorded: the resolution now recorded (this call's, or an earlier one
+ * that won), its reason, and whether this call recorded it. */
+export interface StoreResolution { resolution: Resolution; reason: string; applied: boolean }
 /** A stored approval: `{ request, action, resolution? }`. */
 export type StoredApproval = JsonObject
 /** A broker notification: `{ method: 'turn/permission/request/requested' | 'turn/permission/request/resolved', params }`. */
@@ -101,6 +107,27 @@ export interface Denied extends Denial { outcome: 'denied' }
 export interface Deferred { outcome: 'deferred'; request: ApprovalRequest; reason: string; toolResult: string }
 /** What the gate decided for one call; `outcome` says which fields it has. */
 export type Authorization = Allowed | Denied | Deferred
+/** A command that ran (under the sandbox when the snapshot requires one). */
+export interface Ran {
+  outcome: 'ran'
+  pid: number
+  exitCode: number | null
+  signal: number | null
+  timedOut: boolean
+  durationMs: number
+  /** Captured stdout (capped). */
+  stdout: Buffer
+  /** Captured stderr (capped). */
+  stderr: Buffer
+  stdoutTruncated: boolean
+  stderrTruncated: boolean
+  /** What the sandbox enforced (a `SandboxReport`), when one was requested. */
+  sandbox: JsonObject | null
+  /** With `review: true`: the change set the command's writes became (pending). */
+  changeSet: ChangeSetSummary | null
+}
+/** What `spawn`, `resumeSpawn` and `runApproved` did; `outcome` says which fields it has. */
+export type SpawnResult = Ran | Denied | Deferred
 /** What the file checker decided, with the path forms it judged. */
 export interface FileCheck { verdict: Verdict; lexical: string | null; resolved: string | null; root: string | null }
 /** What the network checker decided for one target. */
@@ -109,6 +136,13 @@ export interface NetworkCheck { verdict: Verdict; host: string | null; port: num
 export interface NetworkResolution { check: NetworkCheck; addrs: string[] }
 /** What the shell parser finds in a command line. */
 export interface ParsedCommandLine { programs: string[]; unresolved: string[]; plain: boolean }
+/** An approver's answer: `approve` (or `allow`; optionally a `modified` action to run instead
+ * and rules to `remember` for the run, both re-checked), `deny` with the `reason` the model
+ * sees, or `defer` (persist the request and pause). */
+export type Decision =
+  | { decision: 'approve' | 'allow'; modified?: Action | null; remember?: Rule[]; reason?: string | null }
+  | { decision: 'deny'; reason?: string | null }
+  | { decision: 'defer'; reason?: string | null }
 /** What a JavaScript approver may answer. */
 export type ApproverAnswer = boolean | 'approve' | 'allow' | 'deny' | 'defer' | Decision
 /** A JavaScript approver: returns an answer or a Promise of one; a rejection is a denial. */

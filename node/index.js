@@ -99,6 +99,69 @@ native.setHooks((code, message, details) => {
   return new Class(message, code, details)
 }, wrapApprover)
 
+// ---- argument errors ------------------------------------------------------------------------
+
+// napi-rs converts arguments before the addon sees them, and a value of the wrong type (a number
+// where a string goes, a plain object where a `Policy` goes, a missing argument) throws a plain
+// `Error` whose `code` is napi's status. Every native function and method is wrapped once here
+// so that such an error is an `InvalidInputError` (`ERR_TURNGATE_INVALID_INPUT`) naming the
+// call, like every other malformed argument. Errors the addon built are passed on unchanged.
+const NAPI_ARGUMENT_STATUSES = new Set([
+  'InvalidArg',
+  'ObjectExpected',
+  'StringExpected',
+  'NameExpected',
+  'FunctionExpected',
+  'NumberExpected',
+  'BooleanExpected',
+  'ArrayExpected',
+  'BigintExpected',
+  'DateExpected',
+  'ArrayBufferExpected',
+  'DetachableArraybufferExpected',
+])
+
+// A `TypeError` a native call throws comes from reading its arguments too (napi-rs reading the
+// properties of `undefined` where an object goes): no native call runs a caller's function
+// synchronously.
+function argumentError(error, call) {
+  if (error instanceof TurnGateError || !(error instanceof Error)) return error
+  if (!NAPI_ARGUMENT_STATUSES.has(error.code) && !(error instanceof TypeError)) return error
+  return new InvalidInputError(`${call}: ${error.message}`, 'InvalidInput')
+}
+
+function checked(fn, call) {
+  const wrapped = function (...args) {
+    try {
+      return fn.apply(this, args)
+    } catch (error) {
+      throw argumentError(error, call)
+    }
+  }
+  Object.defineProperty(wrapped, 'name', { value: fn.name })
+  Object.defineProperty(wrapped, 'length', { value: fn.length })
+  return wrapped
+}
+
+// Instance methods are wrapped in place (they are writable); statics and constructors with the
+// exported classes below.
+function checkMethods(target, prefix) {
+  for (const key of Object.getOwnPropertyNames(target)) {
+    const d = Object.getOwnPropertyDescriptor(target, key)
+    if (key === 'constructor' || typeof d.value !== 'function' || !d.writable) continue
+    target[key] = checked(d.value, `${prefix}${key}`)
+  }
+}
+
+const isClass = (name, value) => typeof value === 'function' && /^[A-Z]/.test(name) && value.prototype
+for (const [name, value] of Object.entries(native)) {
+  if (isClass(name, value)) {
+    checkMethods(value.prototype, `${name}.prototype.`)
+  } else if (typeof value === 'function' && name !== 'setHooks') {
+    native[name] = checked(value, name)
+  }
+}
+
 // Notifications as an async iterator: `for await (const n of broker.subscribe()) ...`; leaving
 // the loop cancels the subscription.
 native.Subscription.prototype[Symbol.asyncIterator] = function () {
@@ -263,16 +326,32 @@ const ACTION_KINDS = Object.freeze([
 const { setHooks: _hooks, ...api } = native
 
 // The classes, as JavaScript classes behave: called without `new`, a TypeError (napi-rs's
-// constructors would otherwise run as plain functions). Statics, `instanceof` and
-// construction pass through unchanged.
-for (const [name, value] of Object.entries(api)) {
-  if (typeof value === 'function' && /^[A-Z]/.test(name) && value.prototype) {
-    api[name] = new Proxy(value, {
-      apply() {
-        throw new TypeError(`Class constructor ${name} cannot be invoked without 'new'`)
-      },
-    })
+// constructors would otherwise run as plain functions). Each exported class is a shell over the
+// native one with the same prototype (so `instanceof` holds for every instance the addon
+// returns) whose constructor and statics turn argument errors into `InvalidInputError`s (the
+// native statics are read-only, so they cannot be wrapped in place).
+function classShell(name, Native) {
+  const Shell = function (...args) {
+    if (new.target === undefined) throw new TypeError(`Class constructor ${name} cannot be invoked without 'new'`)
+    try {
+      return Reflect.construct(Native, args, new.target === Shell ? Native : new.target)
+    } catch (error) {
+      throw argumentError(error, `new ${name}`)
+    }
   }
+  Object.defineProperty(Shell, 'name', { value: name })
+  Object.defineProperty(Shell, 'length', { value: Native.length })
+  Shell.prototype = Native.prototype
+  for (const key of Object.getOwnPropertyNames(Native)) {
+    const d = Object.getOwnPropertyDescriptor(Native, key)
+    if (typeof d.value === 'function' && key !== 'prototype') {
+      Object.defineProperty(Shell, key, { value: checked(d.value, `${name}.${key}`), writable: true, configurable: true })
+    }
+  }
+  return Shell
+}
+for (const [name, value] of Object.entries(api)) {
+  if (isClass(name, value)) api[name] = classShell(name, value)
 }
 
 module.exports = {

@@ -87,6 +87,46 @@ impl DecisionRecord {
     }
 }
 
+/// A decision as a caller writes it by hand (a Node approver's answer and `Gate.resume`
+/// argument, C's decision JSON): `{"decision": "approve" | "allow" | "deny" | "defer",
+/// "reason"?, "modified"?, "remember"?}`. Unlike [`DecisionRecord`]'s own form, a denial may
+/// leave out its reason. Unknown fields fail.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DecisionInput {
+    decision: String,
+    reason: Option<String>,
+    modified: Option<ActionRecord>,
+    #[serde(default)]
+    remember: Vec<serde_json::Value>,
+}
+
+/// Parse a hand-written decision (see [`DecisionInput`]); a malformed one fails, naming the
+/// bad field under `what`. `modified` and `remember` count only for an approval.
+pub fn decision_from_value(
+    what: &str,
+    value: serde_json::Value,
+) -> Result<DecisionRecord, TurnGateError> {
+    let d: DecisionInput = crate::convert::from_value(what, value)?;
+    Ok(match parse_decision(&d.decision, d.reason.as_deref())? {
+        DecisionRecord::Approve { .. } => DecisionRecord::Approve {
+            modified: d.modified,
+            remember: d
+                .remember
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let at = format!("{what}.remember[{i}]");
+                    let rule: RuleRecord = crate::convert::from_value(&at, r)?;
+                    parse_kind(&rule.kind).map_err(|e| TurnGateError::invalid(&at, e.message()))?;
+                    Ok(rule)
+                })
+                .collect::<Result<_, TurnGateError>>()?,
+        },
+        other => other,
+    })
+}
+
 /// Parse a decision name: `approve` (also `allow`), `deny` (with `reason`) or `defer`.
 pub fn parse_decision(name: &str, reason: Option<&str>) -> Result<DecisionRecord, TurnGateError> {
     match name {

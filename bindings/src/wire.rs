@@ -5,8 +5,11 @@
 //! names, exactly as their schemas spell them. A record field added in the facade reaches the
 //! language with no per-language code.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock, PoisonError};
+
 use serde::ser::{self, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::TurnGateError;
 
@@ -46,9 +49,7 @@ pub fn to_camel_value<T: Serialize + ?Sized>(
     what: &str,
     value: &T,
 ) -> Result<Value, TurnGateError> {
-    value
-        .serialize(CamelSerializer)
-        .map_err(|e| TurnGateError::invalid(what, e))
+    serde_json::to_value(Camel(value)).map_err(|e| TurnGateError::invalid(what, e))
 }
 
 /// An options record from a camelCase object: its top-level keys snake_cased, then deserialized
@@ -65,268 +66,219 @@ pub fn from_camel_value<T: serde::de::DeserializeOwned>(
     crate::convert::from_value(what, value)
 }
 
-type Error = serde_json::Error;
+/// `value` with every struct field name camelCased, for any serde serializer: a binding
+/// serializes `Camel(&record)` straight into its runtime's values (napi's `Env::to_js_value`)
+/// with no JSON in between, or into JSON with [`to_camel_value`]. Map keys and variant names
+/// are kept, so protocol objects keep their names.
+#[derive(Debug, Clone, Copy)]
+pub struct Camel<'a, T: ?Sized>(pub &'a T);
 
-struct CamelSerializer;
-
-fn key_string(key: Value) -> String {
-    match key {
-        Value::String(s) => s,
-        other => other.to_string(),
+impl<T: Serialize + ?Sized> Serialize for Camel<'_, T> {
+    fn serialize<S: ser::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(CamelSer(s))
     }
 }
 
-impl ser::Serializer for CamelSerializer {
-    type Ok = Value;
-    type Error = Error;
-    type SerializeSeq = Seq;
-    type SerializeTuple = Seq;
-    type SerializeTupleStruct = Seq;
-    type SerializeTupleVariant = Variant<Seq>;
-    type SerializeMap = Obj;
-    type SerializeStruct = Obj;
-    type SerializeStructVariant = Variant<Obj>;
-
-    fn serialize_bool(self, v: bool) -> Result<Value, Error> {
-        Ok(Value::Bool(v))
+/// A field name in camelCase, as serde wants it (`&'static str`): each distinct name is
+/// converted and kept once (they are the facade's field names, a fixed set).
+fn camel_static(name: &'static str) -> &'static str {
+    if !name.contains('_') {
+        return name;
     }
-    fn serialize_i8(self, v: i8) -> Result<Value, Error> {
-        Ok(v.into())
-    }
-    fn serialize_i16(self, v: i16) -> Result<Value, Error> {
-        Ok(v.into())
-    }
-    fn serialize_i32(self, v: i32) -> Result<Value, Error> {
-        Ok(v.into())
-    }
-    fn serialize_i64(self, v: i64) -> Result<Value, Error> {
-        Ok(v.into())
-    }
-    fn serialize_u8(self, v: u8) -> Result<Value, Error> {
-        Ok(v.into())
-    }
-    fn serialize_u16(self, v: u16) -> Result<Value, Error> {
-        Ok(v.into())
-    }
-    fn serialize_u32(self, v: u32) -> Result<Value, Error> {
-        Ok(v.into())
-    }
-    fn serialize_u64(self, v: u64) -> Result<Value, Error> {
-        Ok(v.into())
-    }
-    fn serialize_f32(self, v: f32) -> Result<Value, Error> {
-        serde_json::to_value(v)
-    }
-    fn serialize_f64(self, v: f64) -> Result<Value, Error> {
-        serde_json::to_value(v)
-    }
-    fn serialize_char(self, v: char) -> Result<Value, Error> {
-        Ok(Value::String(v.to_string()))
-    }
-    fn serialize_str(self, v: &str) -> Result<Value, Error> {
-        Ok(Value::String(v.to_owned()))
-    }
-    fn serialize_bytes(self, v: &[u8]) -> Result<Value, Error> {
-        Ok(Value::Array(v.iter().map(|b| Value::from(*b)).collect()))
-    }
-    fn serialize_none(self) -> Result<Value, Error> {
-        Ok(Value::Null)
-    }
-    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Result<Value, Error> {
-        v.serialize(self)
-    }
-    fn serialize_unit(self) -> Result<Value, Error> {
-        Ok(Value::Null)
-    }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<Value, Error> {
-        Ok(Value::Null)
-    }
-    fn serialize_unit_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        variant: &'static str,
-    ) -> Result<Value, Error> {
-        Ok(Value::String(variant.to_owned()))
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        v: &T,
-    ) -> Result<Value, Error> {
-        v.serialize(self)
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        _: u32,
-        variant: &'static str,
-        v: &T,
-    ) -> Result<Value, Error> {
-        let mut map = Map::new();
-        map.insert(variant.to_owned(), v.serialize(CamelSerializer)?);
-        Ok(Value::Object(map))
-    }
-    fn serialize_seq(self, len: Option<usize>) -> Result<Seq, Error> {
-        Ok(Seq(Vec::with_capacity(len.unwrap_or(0))))
-    }
-    fn serialize_tuple(self, len: usize) -> Result<Seq, Error> {
-        self.serialize_seq(Some(len))
-    }
-    fn serialize_tuple_struct(self, _: &'static str, len: usize) -> Result<Seq, Error> {
-        self.serialize_seq(Some(len))
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        variant: &'static str,
-        len: usize,
-    ) -> Result<Variant<Seq>, Error> {
-        Ok(Variant(variant, Seq(Vec::with_capacity(len))))
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Obj, Error> {
-        Ok(Obj::new(false))
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Obj, Error> {
-        Ok(Obj::new(true))
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        variant: &'static str,
-        _: usize,
-    ) -> Result<Variant<Obj>, Error> {
-        Ok(Variant(variant, Obj::new(true)))
-    }
+    static NAMES: OnceLock<Mutex<HashMap<&'static str, &'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    names
+        .entry(name)
+        .or_insert_with(|| Box::leak(camel(name).into_boxed_str()))
 }
 
-struct Seq(Vec<Value>);
+/// The serializer (and each compound serializer) of [`Camel`]: the inner one, with struct field
+/// names camelCased and every nested value wrapped again.
+struct CamelSer<S>(S);
 
-impl Seq {
-    fn push<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
-        self.0.push(v.serialize(CamelSerializer)?);
-        Ok(())
-    }
-}
-
-/// The three sequence forms are one array.
-macro_rules! seq_impl {
-    ($trait:ident, $method:ident) => {
-        impl ser::$trait for Seq {
-            type Ok = Value;
-            type Error = Error;
-            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
-                self.push(v)
-            }
-            fn end(self) -> Result<Value, Error> {
-                Ok(Value::Array(self.0))
-            }
-        }
+macro_rules! forward {
+    ($($method:ident($ty:ty)),* $(,)?) => {
+        $(fn $method(self, v: $ty) -> Result<S::Ok, S::Error> {
+            self.0.$method(v)
+        })*
     };
 }
 
-seq_impl!(SerializeSeq, serialize_element);
-seq_impl!(SerializeTuple, serialize_element);
-seq_impl!(SerializeTupleStruct, serialize_field);
+impl<S: ser::Serializer> ser::Serializer for CamelSer<S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+    type SerializeSeq = CamelSer<S::SerializeSeq>;
+    type SerializeTuple = CamelSer<S::SerializeTuple>;
+    type SerializeTupleStruct = CamelSer<S::SerializeTupleStruct>;
+    type SerializeTupleVariant = CamelSer<S::SerializeTupleVariant>;
+    type SerializeMap = CamelSer<S::SerializeMap>;
+    type SerializeStruct = CamelSer<S::SerializeStruct>;
+    type SerializeStructVariant = CamelSer<S::SerializeStructVariant>;
 
-/// An object: a struct's (field names camelCased) or a map's (keys kept).
-struct Obj {
-    map: Map<String, Value>,
-    fields: bool,
-    key: Option<String>,
-}
-
-impl Obj {
-    fn new(fields: bool) -> Self {
-        Obj {
-            map: Map::new(),
-            fields,
-            key: None,
-        }
+    forward!(
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_char(char),
+        serialize_str(&str),
+        serialize_bytes(&[u8]),
+        serialize_unit_struct(&'static str),
+    );
+    fn serialize_none(self) -> Result<S::Ok, S::Error> {
+        self.0.serialize_none()
     }
-
-    fn field<T: Serialize + ?Sized>(&mut self, name: &str, v: &T) -> Result<(), Error> {
-        let name = if self.fields {
-            camel(name)
-        } else {
-            name.to_owned()
-        };
-        self.map.insert(name, v.serialize(CamelSerializer)?);
-        Ok(())
+    fn serialize_some<T: Serialize + ?Sized>(self, v: &T) -> Result<S::Ok, S::Error> {
+        self.0.serialize_some(&Camel(v))
     }
-}
-
-impl ser::SerializeMap for Obj {
-    type Ok = Value;
-    type Error = Error;
-    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
-        self.key = Some(key_string(key.serialize(CamelSerializer)?));
-        Ok(())
+    fn serialize_unit(self) -> Result<S::Ok, S::Error> {
+        self.0.serialize_unit()
     }
-    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
-        let key = self
-            .key
-            .take()
-            .ok_or_else(|| ser::Error::custom("a map value without its key"))?;
-        self.map.insert(key, v.serialize(CamelSerializer)?);
-        Ok(())
+    fn serialize_unit_variant(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+    ) -> Result<S::Ok, S::Error> {
+        self.0.serialize_unit_variant(name, index, variant)
     }
-    fn end(self) -> Result<Value, Error> {
-        Ok(Value::Object(self.map))
-    }
-}
-
-impl ser::SerializeStruct for Obj {
-    type Ok = Value;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
         name: &'static str,
         v: &T,
-    ) -> Result<(), Error> {
-        self.field(name, v)
+    ) -> Result<S::Ok, S::Error> {
+        self.0.serialize_newtype_struct(name, &Camel(v))
     }
-    fn end(self) -> Result<Value, Error> {
-        Ok(Value::Object(self.map))
-    }
-}
-
-/// An externally tagged variant: `{variant: content}`.
-struct Variant<C>(&'static str, C);
-
-impl<C> Variant<C> {
-    fn wrap(variant: &str, content: Value) -> Value {
-        let mut map = Map::new();
-        map.insert(variant.to_owned(), content);
-        Value::Object(map)
-    }
-}
-
-impl ser::SerializeTupleVariant for Variant<Seq> {
-    type Ok = Value;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), Error> {
-        self.1.push(v)
-    }
-    fn end(self) -> Result<Value, Error> {
-        Ok(Self::wrap(self.0, Value::Array(self.1.0)))
-    }
-}
-
-impl ser::SerializeStructVariant for Variant<Obj> {
-    type Ok = Value;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
         name: &'static str,
+        index: u32,
+        variant: &'static str,
         v: &T,
-    ) -> Result<(), Error> {
-        self.1.field(name, v)
+    ) -> Result<S::Ok, S::Error> {
+        self.0
+            .serialize_newtype_variant(name, index, variant, &Camel(v))
     }
-    fn end(self) -> Result<Value, Error> {
-        Ok(Self::wrap(self.0, Value::Object(self.1.map)))
+    fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
+        self.0.serialize_seq(len).map(CamelSer)
+    }
+    fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, S::Error> {
+        self.0.serialize_tuple(len).map(CamelSer)
+    }
+    fn serialize_tuple_struct(
+        self,
+        name: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeTupleStruct, S::Error> {
+        self.0.serialize_tuple_struct(name, len).map(CamelSer)
+    }
+    fn serialize_tuple_variant(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeTupleVariant, S::Error> {
+        self.0
+            .serialize_tuple_variant(name, index, variant, len)
+            .map(CamelSer)
+    }
+    fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, S::Error> {
+        self.0.serialize_map(len).map(CamelSer)
+    }
+    fn serialize_struct(
+        self,
+        name: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStruct, S::Error> {
+        self.0.serialize_struct(name, len).map(CamelSer)
+    }
+    fn serialize_struct_variant(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStructVariant, S::Error> {
+        self.0
+            .serialize_struct_variant(name, index, variant, len)
+            .map(CamelSer)
+    }
+    fn is_human_readable(&self) -> bool {
+        self.0.is_human_readable()
+    }
+}
+
+/// The sequence forms: each element wrapped.
+macro_rules! camel_elements {
+    ($($trait:ident::$method:ident),* $(,)?) => {
+        $(impl<S: ser::$trait> ser::$trait for CamelSer<S> {
+            type Ok = S::Ok;
+            type Error = S::Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), S::Error> {
+                self.0.$method(&Camel(v))
+            }
+            fn end(self) -> Result<S::Ok, S::Error> {
+                self.0.end()
+            }
+        })*
+    };
+}
+
+camel_elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field,
+);
+
+/// The struct forms: each field name camelCased, each value wrapped.
+macro_rules! camel_fields {
+    ($($trait:ident),* $(,)?) => {
+        $(impl<S: ser::$trait> ser::$trait for CamelSer<S> {
+            type Ok = S::Ok;
+            type Error = S::Error;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                name: &'static str,
+                v: &T,
+            ) -> Result<(), S::Error> {
+                self.0.serialize_field(camel_static(name), &Camel(v))
+            }
+            fn skip_field(&mut self, name: &'static str) -> Result<(), S::Error> {
+                self.0.skip_field(camel_static(name))
+            }
+            fn end(self) -> Result<S::Ok, S::Error> {
+                self.0.end()
+            }
+        })*
+    };
+}
+
+camel_fields!(SerializeStruct, SerializeStructVariant);
+
+/// A map: keys kept, values wrapped.
+impl<S: ser::SerializeMap> ser::SerializeMap for CamelSer<S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), S::Error> {
+        self.0.serialize_key(key)
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), S::Error> {
+        self.0.serialize_value(&Camel(v))
+    }
+    fn end(self) -> Result<S::Ok, S::Error> {
+        self.0.end()
     }
 }
 
@@ -351,6 +303,43 @@ mod tests {
                 "toolResult": "text",
             })
         );
+    }
+
+    #[test]
+    fn nested_and_tagged_records_are_camel_cased_at_every_depth() {
+        let ran = crate::gate::SpawnRecord::Ran(crate::gate::ProcessOutcomeRecord {
+            pid: 7,
+            exit_code: Some(0),
+            signal: None,
+            timed_out: false,
+            duration_ms: 3,
+            stdout: b"out".to_vec(),
+            stderr: Vec::new(),
+            stdout_truncated: false,
+            stderr_truncated: true,
+            sandbox: Some(
+                serde_json::json!({"backend": "nono", "fs_rules": [{"read_only": true}]}),
+            ),
+            change_set: Some(crate::changes::ChangeSetSummaryRecord {
+                id: "cs".into(),
+                status: "pending".into(),
+                summary: "1 added".into(),
+                added: vec!["a".into()],
+                modified: Vec::new(),
+                deleted: Vec::new(),
+                mode_changed: vec!["m".into()],
+                unsupported: Vec::new(),
+            }),
+        });
+        let v = to_camel_value("r", &ran).unwrap();
+        assert_eq!(v["outcome"], "ran");
+        assert_eq!(v["exitCode"], 0);
+        assert_eq!(v["stdout"], "out");
+        assert_eq!(v["stderrTruncated"], true);
+        assert_eq!(v["changeSet"]["modeChanged"], serde_json::json!(["m"]));
+        // A protocol object inside keeps its snake_case names at every depth.
+        assert_eq!(v["sandbox"]["fs_rules"][0]["read_only"], true);
+        assert!(v.get("exit_code").is_none() && v["changeSet"].get("mode_changed").is_none());
     }
 
     #[test]

@@ -15,47 +15,12 @@ use napi::{Env, Status, sys};
 use napi_derive::napi;
 use serde_json::Value;
 use tokio::sync::oneshot;
-use turngate_ffi::approver::{DecisionRecord, ForeignApprover, ForeignDecisionFuture};
-use turngate_ffi::{ActionRecord, ApproverHandle, TurnGateError};
+use turngate_ffi::ApproverHandle;
+use turngate_ffi::approver::{ForeignApprover, ForeignDecisionFuture, decision_from_value};
 
 use crate::broker::Broker;
 use crate::error::OrThrow;
-use crate::policy::Action;
 use crate::settle::{Tsfn, failed, lock};
-
-/// An approver's answer: `approve` (optionally a `modified` action and rules to `remember`,
-/// both re-checked), `deny` with a `reason`, or `defer` (persist the request and pause).
-#[napi(object)]
-#[derive(Debug, Clone)]
-pub struct Decision {
-    /// `approve` (or `allow`), `deny` or `defer`.
-    #[napi(ts_type = "'approve' | 'allow' | 'deny' | 'defer'")]
-    pub decision: String,
-    /// For a denial: why (the model sees it).
-    pub reason: Option<String>,
-    /// For an approval: a rewritten action to run instead (re-checked).
-    pub modified: Option<Action>,
-    /// For an approval: rules to remember for the rest of the run (re-checked).
-    #[napi(ts_type = "Rule[]")]
-    pub remember: Option<Value>,
-}
-
-impl Decision {
-    /// The facade's decision record; a malformed field fails, naming it.
-    pub fn to_record(&self) -> Result<DecisionRecord, TurnGateError> {
-        let base = turngate_ffi::approver::parse_decision(&self.decision, self.reason.as_deref())?;
-        Ok(match base {
-            DecisionRecord::Approve { .. } => DecisionRecord::Approve {
-                modified: self.modified.clone().map(ActionRecord::from),
-                remember: match &self.remember {
-                    Some(r) => turngate_ffi::wire::from_camel_value("remember", r.clone())?,
-                    None => Vec::new(),
-                },
-            },
-            other => other,
-        })
-    }
-}
 
 /// The JavaScript approver: the wrapped function behind a weak threadsafe function of its own
 /// (it does not keep the process alive by itself). napi-rs's `ThreadsafeFunction` is not used:
@@ -74,14 +39,14 @@ struct ApproverSlot {
 /// One ask on its way to the JavaScript thread, and where its answer goes.
 struct ApproverCall {
     ask: Value,
-    reply: oneshot::Sender<Result<Promise<Decision>, String>>,
+    reply: oneshot::Sender<Result<Promise<Value>, String>>,
 }
 
 const GONE: &str = "the approver's JavaScript environment is gone";
 
 impl JsApprover {
     /// On the JavaScript thread of `env`: a threadsafe function over `wrapped`.
-    fn new(env: &Env, wrapped: &Function<'static, Value, Promise<Decision>>) -> napi::Result<Self> {
+    fn new(env: &Env, wrapped: &Function<'static, Value, Promise<Value>>) -> napi::Result<Self> {
         let raw_env = env.raw();
         let mut name = ptr::null_mut();
         let mut tsfn = ptr::null_mut();
@@ -179,7 +144,7 @@ impl ForeignApprover for JsApprover {
             }
             let promise = answer.await.map_err(|_| GONE.to_owned())??;
             let decision = promise.await.map_err(|e| e.reason.clone())?;
-            decision.to_record().map_err(|e| e.message().to_owned())
+            decision_from_value("decision", decision).map_err(|e| e.message().to_owned())
         })
     }
 }
@@ -214,7 +179,7 @@ unsafe fn invoke(
     env: sys::napi_env,
     js_callback: sys::napi_value,
     ask: Value,
-) -> Result<Promise<Decision>, String> {
+) -> Result<Promise<Value>, String> {
     // SAFETY: per this function's contract.
     unsafe {
         let arg = Value::to_napi_value(env, ask).map_err(|e| e.reason.clone())?;
@@ -231,7 +196,7 @@ unsafe fn invoke(
                 Status::from(status)
             ));
         }
-        Promise::<Decision>::from_napi_value(env, returned).map_err(|e| e.reason.clone())
+        Promise::<Value>::from_napi_value(env, returned).map_err(|e| e.reason.clone())
     }
 }
 
@@ -271,7 +236,7 @@ impl Approver {
         env: Env,
         callback: Function<'static, Unknown<'static>, Unknown<'static>>,
     ) -> napi::Result<Self> {
-        let Some(hooks) = crate::error::hooks(&env) else {
+        let Some(hooks) = crate::hooks::hooks(&env) else {
             return Err(napi::Error::new(
                 Status::GenericFailure,
                 "turngate: load the package through its entry point (index.js), not native.js",

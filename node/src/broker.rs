@@ -10,19 +10,10 @@ use napi_derive::napi;
 use serde_json::Value;
 use turngate_ffi::{BrokerHandle, PendingHandle, SubscriptionHandle};
 
-use crate::error::{OrThrow, promise};
+use crate::convert::record;
+use crate::error::OrThrow;
 use crate::policy::{Action, Policy};
-
-/// What `Broker.respond` did.
-#[napi(object)]
-#[derive(Debug, Clone)]
-pub struct RespondResult {
-    /// The recorded `ApprovalOutcome` (this response's, or the earlier one that won).
-    #[napi(ts_type = "ApprovalOutcome")]
-    pub outcome: Value,
-    /// True when this response is the one recorded.
-    pub applied: bool,
-}
+use crate::settle::promise;
 
 /// The approval broker: opens requests, takes responses from any client, publishes
 /// `turn/permission/request/requested` and `.../resolved` notifications. A resolution is
@@ -71,13 +62,13 @@ impl Broker {
 
     /// Resolve request `id` (`allow_once`, `allow_for_turn`, `deny`, `cancelled`, `expired`).
     /// Idempotent: the first resolution wins and later ones return it.
-    #[napi(ts_args_type = "id: string, resolution: Resolution")]
-    pub fn respond(&self, env: Env, id: String, resolution: String) -> napi::Result<RespondResult> {
+    #[napi(
+        ts_args_type = "id: string, resolution: Resolution",
+        ts_return_type = "RespondResult"
+    )]
+    pub fn respond(&self, env: Env, id: String, resolution: String) -> napi::Result<Value> {
         let r = self.handle.respond(&id, &resolution).or_throw(&env)?;
-        Ok(RespondResult {
-            outcome: r.outcome,
-            applied: r.applied,
-        })
+        record(&env, &r)
     }
 
     /// The open requests, oldest first.

@@ -4,13 +4,15 @@
 //! plain objects; nothing here decides anything.
 
 use napi::Env;
-use napi::bindgen_prelude::{Buffer, Either, PromiseRaw};
+use napi::bindgen_prelude::{Buffer, Either, PromiseRaw, Unknown};
 use napi_derive::napi;
 use serde_json::Value;
 use turngate_ffi::check::{self as fc, FilteredEnvRecord, SpawnPlanRequest};
 
-use crate::error::{OrThrow, blocking, options, record};
+use crate::convert::{object_arg, options, record};
+use crate::error::OrThrow;
 use crate::policy::Policy;
+use crate::settle::blocking;
 
 /// An environment variable, as text or raw bytes.
 #[napi(object)]
@@ -199,9 +201,9 @@ pub fn plan_spawn(
     process: Value,
     policy: &Policy,
     command_line: String,
-    options: Option<SpawnPlanOptions>,
+    options: Option<Unknown<'_>>,
 ) -> napi::Result<SpawnPlan> {
-    let o = options.unwrap_or_default();
+    let o: SpawnPlanOptions = object_arg(&env, "options", options)?.unwrap_or_default();
     let request = SpawnPlanRequest {
         command_line,
         cwd: o.cwd,

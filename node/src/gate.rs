@@ -6,87 +6,50 @@
 use std::sync::Arc;
 
 use napi::Env;
-use napi::bindgen_prelude::{Buffer, PromiseRaw};
+use napi::bindgen_prelude::{
+    Buffer, FromNapiValue, JsObjectValue, Object, PromiseRaw, ToNapiValue,
+};
+use napi::sys;
 use napi_derive::napi;
 use serde_json::Value;
 use tokio::sync::watch;
-use turngate_ffi::gate::{OpenRecord, ProcessOutcomeRecord, SpawnRecord};
+use turngate_ffi::approver::decision_from_value;
+use turngate_ffi::gate::{OpenRecord, SpawnRecord};
+use turngate_ffi::wire::to_camel_value;
 use turngate_ffi::{GateHandle, InvocationRecord, TurnGateError};
 
-use crate::approver::{Approver, Decision};
+use crate::approver::Approver;
 use crate::broker::Broker;
-use crate::error::{OrThrow, options, promise, record};
+use crate::convert::{options, record};
+use crate::error::OrThrow;
+use crate::settle::promise;
 use crate::store::Store;
 
-/// A finished command.
-#[napi(object)]
-pub struct ProcessOutcome {
-    /// The child's pid.
-    pub pid: u32,
-    /// The exit code, when it exited.
-    pub exit_code: Option<i32>,
-    /// The signal that ended it, when one did.
-    pub signal: Option<i32>,
-    /// Whether the timeout fired.
-    pub timed_out: bool,
-    /// Wall-clock milliseconds from spawn to exit.
-    pub duration_ms: f64,
-    /// Captured stdout (capped).
-    pub stdout: Buffer,
-    /// Captured stderr (capped).
-    pub stderr: Buffer,
-    /// Whether stdout was truncated.
-    pub stdout_truncated: bool,
-    /// Whether stderr was truncated.
-    pub stderr_truncated: bool,
-    /// What the sandbox enforced (a `SandboxReport`), when one was requested.
-    pub sandbox: Option<Value>,
-    /// With `review: true`: the change set the command's writes became (pending; the workspace
-    /// is untouched until `Store.applyChangeSet`).
-    #[napi(ts_type = "ChangeSetSummary")]
-    pub change_set: Option<Value>,
-}
+/// What `spawn`, `resumeSpawn` and `runApproved` did: the facade's `SpawnResult` record, flat
+/// as in every language (`outcome` says which fields it has), converted when its Promise
+/// settles (its camelCase JSON form, as every record); the captured
+/// output is Buffers, Node's bytes.
+#[derive(Debug)]
+pub struct SpawnResult(SpawnRecord);
 
-fn process_outcome(env: &Env, o: ProcessOutcomeRecord) -> napi::Result<ProcessOutcome> {
-    let change_set = o.change_set.as_ref().map(|c| record(env, c)).transpose()?;
-    Ok(ProcessOutcome {
-        change_set,
-        ..ProcessOutcome::from(o)
-    })
-}
-
-impl From<ProcessOutcomeRecord> for ProcessOutcome {
-    fn from(o: ProcessOutcomeRecord) -> Self {
-        ProcessOutcome {
-            pid: o.pid,
-            exit_code: o.exit_code,
-            signal: o.signal,
-            timed_out: o.timed_out,
-            duration_ms: o.duration_ms as f64,
-            stdout: o.stdout.into(),
-            stderr: o.stderr.into(),
-            stdout_truncated: o.stdout_truncated,
-            stderr_truncated: o.stderr_truncated,
-            sandbox: o.sandbox,
-            change_set: None,
+impl ToNapiValue for SpawnResult {
+    unsafe fn to_napi_value(raw: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        let json =
+            to_camel_value("result", &val.0).map_err(|e| napi::Error::from_reason(e.message()))?;
+        // SAFETY: `raw` is the live environment the value is returned to.
+        let value = unsafe { Value::to_napi_value(raw, json) }?;
+        if let SpawnRecord::Ran(o) = val.0 {
+            // SAFETY: as above; a `Ran` record is an object.
+            let mut obj = unsafe { Object::from_napi_value(raw, value) }?;
+            obj.set_named_property("stdout", Buffer::from(o.stdout))?;
+            obj.set_named_property("stderr", Buffer::from(o.stderr))?;
         }
+        Ok(value)
     }
 }
 
-/// What `spawn` did. `outcome` says which field is set.
-#[napi(object)]
-pub struct SpawnResult {
-    /// `ran`, `denied` or `deferred`.
-    #[napi(ts_type = "'ran' | 'denied' | 'deferred'")]
-    pub outcome: String,
-    /// Ran: the finished process (under the sandbox when the snapshot requires one).
-    pub process: Option<ProcessOutcome>,
-    /// Denied: the refusal (nothing ran).
-    #[napi(ts_type = "Denial")]
-    pub denial: Option<Value>,
-    /// Deferred: the persisted request.
-    #[napi(ts_type = "ApprovalRequest")]
-    pub request: Option<Value>,
+fn spawn_result(_: &Env, r: SpawnRecord) -> napi::Result<SpawnResult> {
+    Ok(SpawnResult(r))
 }
 
 /// What `openRead`/`openWrite` did: a file descriptor to use with `node:fs` (close it), or a
@@ -241,14 +204,17 @@ impl Gate {
 
     /// Decide a deferred request (possibly persisted by another process): the stored action,
     /// exactly as shown, is re-checked against this gate's policy.
-    #[napi(ts_return_type = "Promise<Authorization>")]
+    #[napi(
+        ts_args_type = "requestId: string, decision: Decision",
+        ts_return_type = "Promise<Authorization>"
+    )]
     pub fn resume<'env>(
         &self,
         env: &'env Env,
         request_id: String,
-        decision: Decision,
+        decision: Value,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
-        let decision = decision.to_record().or_throw(env)?;
+        let decision = decision_from_value("decision", decision).or_throw(env)?;
         let gate = Arc::clone(&self.gate);
         let work = async move {
             tokio::task::spawn_blocking(move || gate.resume(&request_id, &decision))
@@ -285,14 +251,17 @@ impl Gate {
     /// Decide a deferred shell command and, when allowed, run exactly its stored action under
     /// the snapshot it was requested under (narrowed by this gate's). An `allow_once` approval
     /// runs once; a second call rejects with `already_used`.
-    #[napi(ts_return_type = "Promise<SpawnResult>")]
+    #[napi(
+        ts_args_type = "requestId: string, decision: Decision",
+        ts_return_type = "Promise<SpawnResult>"
+    )]
     pub fn resume_spawn<'env>(
         &self,
         env: &'env Env,
         request_id: String,
-        decision: Decision,
+        decision: Value,
     ) -> napi::Result<PromiseRaw<'env, SpawnResult>> {
-        let decision = decision.to_record().or_throw(env)?;
+        let decision = decision_from_value("decision", decision).or_throw(env)?;
         let gate = Arc::clone(&self.gate);
         let fut = self.guarded(async move { gate.resume_spawn(&request_id, &decision).await });
         promise(env, fut, spawn_result)
@@ -354,7 +323,7 @@ impl Gate {
         tool: Option<String>,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
         let gate = Arc::clone(&self.gate);
-        crate::error::blocking(
+        crate::settle::blocking(
             env,
             move || Ok(gate.resolve_and_check(&url, tool.as_deref())),
             |env, r| record(env, &r),
@@ -375,43 +344,8 @@ impl Gate {
     }
 }
 
-impl std::fmt::Debug for ProcessOutcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProcessOutcome").finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for SpawnResult {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SpawnResult").finish_non_exhaustive()
-    }
-}
-
 impl std::fmt::Debug for GateOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GateOptions").finish_non_exhaustive()
     }
-}
-
-fn spawn_result(env: &Env, r: SpawnRecord) -> napi::Result<SpawnResult> {
-    Ok(match r {
-        SpawnRecord::Ran(o) => SpawnResult {
-            outcome: "ran".to_owned(),
-            process: Some(process_outcome(env, o)?),
-            denial: None,
-            request: None,
-        },
-        SpawnRecord::Denied(d) => SpawnResult {
-            outcome: "denied".to_owned(),
-            process: None,
-            denial: Some(record(env, &d)?),
-            request: None,
-        },
-        SpawnRecord::Deferred { request, .. } => SpawnResult {
-            outcome: "deferred".to_owned(),
-            process: None,
-            denial: None,
-            request: Some(request),
-        },
-    })
 }

@@ -9,8 +9,10 @@
 pub mod approver;
 pub mod broker;
 pub mod check;
+pub mod convert;
 pub mod error;
 pub mod gate;
+pub mod hooks;
 pub mod policy;
 pub mod settle;
 pub mod snapshot;

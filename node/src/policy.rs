@@ -4,12 +4,13 @@
 use std::sync::Arc;
 
 use napi::Env;
-use napi::bindgen_prelude::Either;
+use napi::bindgen_prelude::{Either, Unknown};
 use napi_derive::napi;
 use serde_json::Value;
 use turngate_ffi::{ActionRecord, Effect, PolicyHandle, parse_kind};
 
-use crate::error::{OrThrow, record};
+use crate::convert::js_record;
+use crate::error::OrThrow;
 
 /// One action of a batch.
 #[napi(object)]
@@ -97,6 +98,10 @@ impl Policy {
     /// A policy from an object in the policy-file format.
     #[napi(factory, ts_args_type = "data: PolicyFile")]
     pub fn from_object(env: Env, data: Value) -> napi::Result<Self> {
+        if !data.is_object() {
+            let e = turngate_ffi::TurnGateError::invalid("data", "expected a policy-file object");
+            return Err(crate::error::js_error(&env, e));
+        }
         PolicyHandle::from_json_value(data).map(wrap).or_throw(&env)
     }
 
@@ -108,7 +113,7 @@ impl Policy {
 
     /// The tiered policy: reads allowed, writes and execs ask (`rustc` and `testBinary`
     /// allowed), network denied (`providerHost` allowed), secrets denied.
-    #[napi(factory)]
+    #[napi(factory, strict)]
     pub fn tiered(env: Env, options: Option<TieredOptions>) -> napi::Result<Self> {
         let o = options.unwrap_or_default();
         PolicyHandle::tiered(o.test_binary, o.provider_host)
@@ -143,6 +148,7 @@ impl Policy {
 
     /// A new policy with a rule added to the current layer (or to a new layer `options.layer`).
     #[napi(
+        strict,
         ts_args_type = "kind: ActionKind, effect: Effect, pattern: string, options?: RuleOptions"
     )]
     pub fn rule(
@@ -212,18 +218,18 @@ impl Policy {
         ts_args_type = "kind: ActionKind, target: string, tool?: string | null",
         ts_return_type = "Verdict"
     )]
-    pub fn explain(
+    pub fn explain<'env>(
         &self,
-        env: Env,
+        env: &'env Env,
         kind: String,
         target: String,
         tool: Option<String>,
-    ) -> napi::Result<Value> {
+    ) -> napi::Result<Unknown<'env>> {
         let v = self
             .handle
             .explain(&kind, &target, tool.as_deref())
-            .or_throw(&env)?;
-        record(&env, &v)
+            .or_throw(env)?;
+        js_record(env, &v)
     }
 
     /// The effects of many actions, in order. An unknown kind fails the whole batch, naming the

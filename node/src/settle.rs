@@ -314,3 +314,26 @@ unsafe extern "C" fn teardown(arg: *mut c_void) {
         }
     });
 }
+
+/// Run the blocking `work` (SQLite, the file system) on the runtime's blocking pool and settle
+/// a Promise with its converted result. A panic in `work` rejects with `StoreError`.
+pub fn blocking<'env, T, V, W, C>(
+    env: &'env Env,
+    work: W,
+    convert: C,
+) -> napi::Result<PromiseRaw<'env, V>>
+where
+    T: Send + 'static,
+    V: ToNapiValue,
+    W: FnOnce() -> Result<T, TurnGateError> + Send + 'static,
+    C: FnOnce(&Env, T) -> napi::Result<V> + 'static,
+{
+    let fut = async move {
+        tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
+            Err(TurnGateError::Store {
+                message: format!("the store task failed: {e}"),
+            })
+        })
+    };
+    promise(env, fut, convert)
+}

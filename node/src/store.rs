@@ -9,19 +9,9 @@ use napi_derive::napi;
 use serde_json::Value;
 use turngate_ffi::StoreHandle;
 
-use crate::error::{OrThrow, blocking, options};
-
-/// What `Store.resolve` recorded.
-#[napi(object)]
-#[derive(Debug, Clone)]
-pub struct StoreResolution {
-    /// The resolution now recorded (this call's, or an earlier one that won).
-    pub resolution: String,
-    /// Its reason.
-    pub reason: String,
-    /// True when this call recorded it.
-    pub applied: bool,
-}
+use crate::convert::{options, record};
+use crate::error::OrThrow;
+use crate::settle::blocking;
 
 /// An open audit store (SQLite, WAL), shared by gates and clients, in this process or another.
 #[napi]
@@ -65,7 +55,7 @@ impl Store {
     /// flip. `options` is `{turn?, since?, workspace?}`.
     #[napi(
         ts_args_type = "what: string | Policy, options?: ReplayOptions | null",
-        ts_return_type = "Promise<any>"
+        ts_return_type = "Promise<JsonObject[] | ReplayReport>"
     )]
     pub fn replay<'env>(
         &self,
@@ -187,18 +177,12 @@ impl Store {
         request_id: String,
         resolution: String,
         reason: String,
-    ) -> napi::Result<PromiseRaw<'env, StoreResolution>> {
+    ) -> napi::Result<PromiseRaw<'env, Value>> {
         let h = Arc::clone(&self.handle);
         blocking(
             env,
             move || h.resolve(&request_id, &resolution, &reason),
-            |_, r| {
-                Ok(StoreResolution {
-                    resolution: r.resolution,
-                    reason: r.reason,
-                    applied: r.applied,
-                })
-            },
+            |env, r| record(env, &r),
         )
     }
 }

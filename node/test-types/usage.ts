@@ -31,6 +31,17 @@ async function main() {
   gate.guard({ kind: 'file_write', arg: 0, target: 'x' }, (p: string) => p)
   // @ts-expect-error: not a property of the first argument
   gate.guard({ kind: 'file_write', arg: 'file' }, (req: { path: string }) => req.path)
-  return [e, v, a.outcome, n, m, w]
+  // Results are unions on `outcome`: each case has its own fields.
+  if (a.outcome === 'allowed') { const t: string = a.target } else if (a.outcome === 'deferred') { const id: unknown = a.request.id } else { const why: string = a.reason }
+  const s = await gate.spawn({ kind: 'shell_command', target: 'true' })
+  if (s.outcome === 'ran') { const code: number | null = s.exitCode; const out: Buffer = s.stdout } else if (s.outcome === 'deferred') { const text: string = s.toolResult } else { const why: string = s.reason }
+  // @ts-expect-error: a denial has no exit code
+  if (s.outcome === 'denied') s.exitCode
+  await gate.resume('apr_1', { decision: 'deny', reason: 'no' })
+  await gate.resumeSpawn('apr_1', { decision: 'approve', remember: [{ kind: 'file_read', effect: 'allow', pattern: '**', tool: null }] })
+  // @ts-expect-error: not a decision
+  await gate.resume('apr_1', { decision: 'maybe' })
+  const r: boolean = broker.respond('apr_1', 'deny').applied
+  return [e, v, a.outcome, n, m, w, s.outcome, r]
 }
 main()

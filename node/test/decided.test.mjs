@@ -59,7 +59,7 @@ test('an allow_once runs its stored command once, and runApproved takes no comma
     await assert.rejects(gate.runApproved(id), /pending/)
     const first = await gate.resumeSpawn(id, { decision: 'approve' })
     assert.equal(first.outcome, 'ran')
-    assert.equal(first.process.exitCode, 0)
+    assert.equal(first.exitCode, 0)
     for (let i = 0; i < 3; i++) {
       await assert.rejects(gate.resumeSpawn(id, { decision: 'approve' }), /already_used/)
       await assert.rejects(gate.runApproved(id), /already_used/)

@@ -96,10 +96,10 @@ test('a sandboxed spawn cannot write outside the workspace (the kernel refuses)'
     const gate = new turngate.Gate('t', snapshot(ws, 'auto_accept_edits'), { store, approver: turngate.Approver.approveAll() })
     const r = await gate.spawn({ kind: 'shell_command', target: `touch ${outside}/escaped; touch ${ws}/inside` })
     assert.equal(r.outcome, 'ran', JSON.stringify(r))
-    assert.equal(r.process.sandbox?.backend, 'nono')
+    assert.equal(r.sandbox?.backend, 'nono')
     // The namespace layer's read-only view refuses first (EROFS); without it, Landlock (EACCES).
-    const refusal = (r.process.sandbox?.namespaces ?? []).includes('mount') ? /Read-only file system/ : /Permission denied/
-    assert.match(r.process.stderr.toString(), refusal)
+    const refusal = (r.sandbox?.namespaces ?? []).includes('mount') ? /Read-only file system/ : /Permission denied/
+    assert.match(r.stderr.toString(), refusal)
     assert.equal(existsSync(path.join(outside, 'escaped')), false, 'the kernel refused the write outside')
     assert.equal(existsSync(path.join(ws, 'inside')), true, 'the workspace stays writable')
     // The parent is not sandboxed.
@@ -117,7 +117,7 @@ test('a denied command never runs', async () => {
     const gate = new turngate.Gate('t', snapshot(ws, 'auto_accept_edits'), { store, approver: turngate.Approver.denyAll() })
     const r = await gate.spawn({ kind: 'shell_command', target: `touch ${ws}/never` })
     assert.equal(r.outcome, 'denied')
-    assert.ok(r.denial.toolResult.length > 0)
+    assert.ok(r.toolResult.length > 0)
     assert.equal(existsSync(path.join(ws, 'never')), false)
   } finally {
     cleanup()

@@ -33,9 +33,9 @@ function gateOver(ws, store) {
 async function run(fx, target = LINE) {
   const r = await fx.gate.spawn({ kind: 'shell_command', target, cwd: fx.ws, review: true })
   assert.equal(r.outcome, 'ran', JSON.stringify(r))
-  assert.equal(r.process.exitCode, 0, r.process.stderr.toString())
-  assert.ok(r.process.changeSet, 'a reviewed spawn carries its change set')
-  return r.process.changeSet
+  assert.equal(r.exitCode, 0, r.stderr.toString())
+  assert.ok(r.changeSet, 'a reviewed spawn carries its change set')
+  return r.changeSet
 }
 
 /** Rejects with a ChangesError of `code`; returns the error. */
@@ -76,7 +76,7 @@ test('a reviewed spawn holds its writes until the store applies them', async (t)
   await changesError(fx.store.discardChangeSet(summary.id), 'not_pending')
 
   const plain = await fx.gate.spawn({ kind: 'shell_command', target: 'touch direct.txt', cwd: fx.ws })
-  assert.equal(plain.process.changeSet ?? null, null)
+  assert.equal(plain.changeSet ?? null, null)
   assert.equal(existsSync(path.join(fx.ws, 'direct.txt')), true)
 })
 

@@ -34,7 +34,7 @@ async function worker({ mode, root, index }) {
   } else {
     const gate = new turngate.Gate(`turn-${index}`, snap, { store, approver: turngate.Approver.approveAll() })
     gate.spawn({ kind: 'shell_command', target: `sleep ${SLEEP}` }).then(
-      (r) => parentPort.postMessage(`settled ${r.outcome} ${r.process?.exitCode}`),
+      (r) => parentPort.postMessage(`settled ${r.outcome} ${r.exitCode}`),
       (e) => parentPort.postMessage(`rejected ${e.message}`),
     )
     parentPort.postMessage('pending')

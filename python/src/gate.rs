@@ -7,7 +7,6 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 use serde_json::Value;
-use turngate_ffi::gate::ProcessOutcomeRecord;
 use turngate_ffi::{
     ApproverHandle, AuthorizationRecord, DecisionRecord, DenialRecord, GateHandle,
     InvocationRecord, OpenRecord, SpawnRecord,
@@ -23,116 +22,17 @@ fn auth_out(py: Python<'_>, a: AuthorizationRecord) -> PyResult<Py<PyAny>> {
     record(py, &a)
 }
 
-/// What `Gate.spawn` did: `outcome` is `"ran"`, `"denied"` or `"deferred"`. A run carries
-/// the exit code, signal, captured output and the sandbox report (and with `review=True` its
-/// `change_set`, a `ChangeSetSummary` dict); a denial its `reason` and `tool_result`; a
-/// deferral its `request`.
-#[pyclass(frozen, module = "turngate", name = "SpawnResult")]
-pub(crate) struct PySpawnResult {
-    #[pyo3(get)]
-    outcome: &'static str,
-    #[pyo3(get)]
-    exit_code: Option<i32>,
-    #[pyo3(get)]
-    signal: Option<i32>,
-    #[pyo3(get)]
-    timed_out: bool,
-    #[pyo3(get)]
-    duration_ms: u64,
-    #[pyo3(get)]
-    stdout: Py<PyBytes>,
-    #[pyo3(get)]
-    stderr: Py<PyBytes>,
-    #[pyo3(get)]
-    sandbox: Option<Py<PyAny>>,
-    #[pyo3(get)]
-    reason: Option<String>,
-    #[pyo3(get)]
-    tool_result: Option<String>,
-    #[pyo3(get)]
-    request: Option<Py<PyAny>>,
-    #[pyo3(get)]
-    change_set: Option<Py<PyAny>>,
-}
-
-#[pymethods]
-impl PySpawnResult {
-    /// True when the command ran and exited with code 0.
-    #[getter]
-    fn success(&self) -> bool {
-        self.outcome == "ran" && self.exit_code == Some(0)
-    }
-
-    fn __repr__(&self) -> String {
-        match self.outcome {
-            "ran" => {
-                let show = |v: Option<i32>| v.map_or_else(|| "None".to_owned(), |v| v.to_string());
-                format!(
-                    "SpawnResult(ran, exit_code={}, signal={})",
-                    show(self.exit_code),
-                    show(self.signal)
-                )
-            }
-            other => format!("SpawnResult({other}, {:?})", self.reason),
-        }
-    }
-}
-
-fn empty_spawn(py: Python<'_>, outcome: &'static str) -> PySpawnResult {
-    PySpawnResult {
-        outcome,
-        exit_code: None,
-        signal: None,
-        timed_out: false,
-        duration_ms: 0,
-        stdout: PyBytes::new(py, b"").unbind(),
-        stderr: PyBytes::new(py, b"").unbind(),
-        sandbox: None,
-        reason: None,
-        tool_result: None,
-        request: None,
-        change_set: None,
-    }
-}
-
-fn ran(py: Python<'_>, o: ProcessOutcomeRecord) -> PyResult<PySpawnResult> {
-    Ok(PySpawnResult {
-        outcome: "ran",
-        exit_code: o.exit_code,
-        signal: o.signal,
-        timed_out: o.timed_out,
-        duration_ms: o.duration_ms,
-        stdout: PyBytes::new(py, &o.stdout).unbind(),
-        stderr: PyBytes::new(py, &o.stderr).unbind(),
-        sandbox: o
-            .sandbox
-            .map(|s| to_py(py, &s).map(Bound::unbind))
-            .transpose()?,
-        change_set: o.change_set.map(|c| record(py, &c)).transpose()?,
-        ..empty_spawn(py, "ran")
-    })
-}
-
+/// What `Gate.spawn` did: the facade's `SpawnResult` record as a dict, flat as in every
+/// language (`outcome` says which keys it has: a run's process fields, a denial's `Denial`
+/// fields, a deferral's `request`, `reason` and `tool_result`), the captured output as bytes.
 fn spawn_out(py: Python<'_>, s: SpawnRecord) -> PyResult<Py<PyAny>> {
-    let result = match s {
-        SpawnRecord::Ran(o) => ran(py, o)?,
-        SpawnRecord::Denied(d) => PySpawnResult {
-            reason: Some(d.reason),
-            tool_result: Some(d.tool_result),
-            ..empty_spawn(py, "denied")
-        },
-        SpawnRecord::Deferred {
-            request,
-            reason,
-            tool_result,
-        } => PySpawnResult {
-            reason: Some(reason),
-            tool_result: Some(tool_result),
-            request: Some(to_py(py, &request)?.unbind()),
-            ..empty_spawn(py, "deferred")
-        },
-    };
-    Ok(Py::new(py, result)?.into_any())
+    let out = record(py, &s)?;
+    if let SpawnRecord::Ran(o) = &s {
+        let d = out.bind(py).cast::<PyDict>()?;
+        d.set_item(intern!(py, "stdout"), PyBytes::new(py, &o.stdout))?;
+        d.set_item(intern!(py, "stderr"), PyBytes::new(py, &o.stderr))?;
+    }
+    Ok(out)
 }
 
 fn denied_err(d: DenialRecord) -> PyErr {

@@ -694,7 +694,6 @@ fn _turngate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ChangesError", py.get_type::<ChangesError>())?;
     m.add("PermissionDenied", py.get_type::<PermissionDenied>())?;
     m.add_class::<approver::PyDecision>()?;
-    m.add_class::<gate::PySpawnResult>()?;
     m.add_class::<store::PyStore>()?;
     m.add_class::<broker::PyBroker>()?;
     m.add_class::<broker::PySubscription>()?;

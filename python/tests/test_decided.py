@@ -35,9 +35,8 @@ def dirs(tmp_path: Path) -> tuple[Path, Path]:
 def _deferred(ws: Path, store: Store, line: str) -> str:
     gate = Gate("t", _snapshot(ws, "auto_accept_edits"), store, "defer_all")
     result = gate.spawn_blocking(line)
-    assert result.outcome == "deferred", result
-    assert result.request is not None
-    return str(result.request["id"])
+    assert result["outcome"] == "deferred", result
+    return str(result["request"]["id"])
 
 
 def test_an_allow_once_runs_its_stored_command_once(dirs: tuple[Path, Path], tmp_path: Path) -> None:
@@ -49,7 +48,7 @@ def test_an_allow_once_runs_its_stored_command_once(dirs: tuple[Path, Path], tmp
     with pytest.raises(turngate.ApprovalError, match="pending"):
         gate.run_approved_blocking(request_id)
     first = gate.resume_spawn_blocking(request_id, "approve")
-    assert first.outcome == "ran" and first.exit_code == 0, first
+    assert first["outcome"] == "ran" and first["exit_code"] == 0, first
     for _ in range(3):
         with pytest.raises(turngate.ApprovalError, match="already_used"):
             gate.resume_spawn_blocking(request_id, "approve")
@@ -69,8 +68,8 @@ def test_a_resumed_command_keeps_the_sandbox_it_was_requested_under(
     # A full-access resumer: the stored auto_accept_edits sandbox still confines the command.
     resumer = Gate("t", _snapshot(ws, "full_access"), store, "deny_all")
     result = resumer.resume_spawn_blocking(request_id, "approve")
-    assert result.outcome == "ran", result
-    assert (ws / "in.txt").exists(), result.stderr
+    assert result["outcome"] == "ran", result
+    assert (ws / "in.txt").exists(), result["stderr"]
     assert not escaped.exists(), "the resumed command ran without its sandbox"
     assert os.access(outside, os.W_OK), "this process could write there itself"
 

@@ -308,11 +308,12 @@ def test_a_sandboxed_spawn_cannot_write_outside_the_workspace(
     outside.mkdir()
     gate = Gate("t", _snapshot(workspace, "auto_accept_edits"), store, "approve_all")
     r = gate.spawn_blocking(f"touch {outside}/escaped; touch {workspace}/inside")
-    assert r.outcome == "ran", r
-    assert r.sandbox is not None and r.sandbox["backend"] == "nono"
+    assert r["outcome"] == "ran", r
+    sandbox = r["sandbox"]
+    assert sandbox is not None and sandbox["backend"] == "nono"
     # The namespace layer's read-only view refuses first (EROFS); without it, Landlock (EACCES).
-    refusal = b"Read-only file system" if "mount" in r.sandbox.get("namespaces", []) else b"Permission denied"
-    assert refusal in r.stderr, r.stderr
+    refusal = b"Read-only file system" if "mount" in sandbox.get("namespaces", []) else b"Permission denied"
+    assert refusal in r["stderr"], r["stderr"]
     assert not (outside / "escaped").exists(), "the kernel refused the write outside"
     assert (workspace / "inside").exists(), "the workspace stays writable"
 
@@ -326,7 +327,7 @@ def test_spawn_is_awaitable_and_a_denied_command_never_runs(
         return await gate.spawn(f"touch {workspace}/never")
 
     r = asyncio.run(main())
-    assert r.outcome == "denied" and r.tool_result is not None
+    assert r["outcome"] == "denied" and r["tool_result"]
     assert not (workspace / "never").exists()
 
 

@@ -44,9 +44,9 @@ def store(tmp_path: Path) -> Store:
 
 def _run(gate: Gate, ws: Path, line: str = LINE) -> Any:
     r = gate.spawn_blocking(line, cwd=ws, review=True)
-    assert r.outcome == "ran" and r.exit_code == 0, (r, r.stderr)
-    assert r.change_set is not None
-    return r.change_set
+    assert r["outcome"] == "ran" and r["exit_code"] == 0, r
+    assert r["change_set"] is not None
+    return r["change_set"]
 
 
 def test_a_reviewed_spawn_holds_its_writes_until_applied(ws: Path, store: Store) -> None:
@@ -83,9 +83,9 @@ def test_review_is_awaitable_and_a_plain_spawn_has_no_change_set(ws: Path, store
         return await gate.spawn(LINE, cwd=ws, review=True)
 
     r = asyncio.run(main())
-    assert r.change_set is not None and not (ws / "a.txt").exists()
+    assert r["outcome"] == "ran" and r["change_set"] is not None and not (ws / "a.txt").exists()
     plain = gate.spawn_blocking("touch direct.txt", cwd=ws)
-    assert plain.change_set is None and (ws / "direct.txt").exists()
+    assert plain["outcome"] == "ran" and plain["change_set"] is None and (ws / "direct.txt").exists()
 
 
 def test_a_discarded_run_leaves_the_workspace_untouched(ws: Path, store: Store) -> None:
@@ -144,8 +144,8 @@ def test_review_on_other_calls_or_mistyped_is_refused(ws: Path, store: Store) ->
 
 def test_a_deferred_reviewed_spawn_resumes_only_reviewed(ws: Path, store: Store) -> None:
     deferred = _gate(ws, store, "defer_all").spawn_blocking(LINE, cwd=ws, review=True)
-    assert deferred.outcome == "deferred" and deferred.request is not None
-    request_id = deferred.request["id"]
+    assert deferred["outcome"] == "deferred"
+    request_id = deferred["request"]["id"]
     stored = store.approval(request_id)
     assert stored is not None and stored["review"] is True
     store.resolve(request_id, "allow_once")
@@ -158,8 +158,8 @@ def test_a_deferred_reviewed_spawn_resumes_only_reviewed(ws: Path, store: Store)
     assert stored is not None and stored["used"] is False
 
     r = gate.run_approved_blocking(request_id)
-    assert r.outcome == "ran" and r.exit_code == 0, (r, r.stderr)
-    assert r.change_set is not None and r.change_set["added"] == [str(ws / "a.txt")]
+    assert r["outcome"] == "ran" and r["exit_code"] == 0, r
+    assert r["change_set"] is not None and r["change_set"]["added"] == [str(ws / "a.txt")]
     assert not (ws / "a.txt").exists() and (ws / "b.txt").read_text() == "b\n"
     with pytest.raises(turngate.ApprovalError, match="already_used"):
         gate.run_approved_blocking(request_id)

@@ -32,7 +32,9 @@ from ._types import (
     Denial,
     Denied,
     Evaluation,
+    Ran,
     Rule,
+    SpawnResult,
     Verdict,
 )
 from ._turngate import (
@@ -43,7 +45,6 @@ from ._turngate import (
     PendingApproval,
     PermissionDenied,
     RunError,
-    SpawnResult,
     Store,
     Subscription,
     check_file,
@@ -113,6 +114,7 @@ __all__ = [
     "Gate",
     "PendingApproval",
     "PermissionDenied",
+    "Ran",
     "RunError",
     "SpawnResult",
     "Store",

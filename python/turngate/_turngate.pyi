@@ -14,6 +14,7 @@ from ._types import (
     Evaluation,
     InvocationOptions,
     Rule,
+    SpawnResult,
     Verdict,
 )
 
@@ -187,37 +188,6 @@ class Decision:
     def reason(self) -> Optional[str]: ...
 
 @final
-class SpawnResult:
-    """What ``Gate.spawn`` did."""
-
-    @property
-    def outcome(self) -> Literal["ran", "denied", "deferred"]: ...
-    @property
-    def success(self) -> bool: ...
-    @property
-    def exit_code(self) -> Optional[int]: ...
-    @property
-    def signal(self) -> Optional[int]: ...
-    @property
-    def timed_out(self) -> bool: ...
-    @property
-    def duration_ms(self) -> int: ...
-    @property
-    def stdout(self) -> bytes: ...
-    @property
-    def stderr(self) -> bytes: ...
-    @property
-    def sandbox(self) -> Optional[dict[str, _JSON]]: ...
-    @property
-    def reason(self) -> Optional[str]: ...
-    @property
-    def tool_result(self) -> Optional[str]: ...
-    @property
-    def request(self) -> Optional[dict[str, _JSON]]: ...
-    @property
-    def change_set(self) -> Optional[ChangeSetSummary]: ...
-
-@final
 class Store:
     """The durable audit and approval store (a SQLite file)."""
 
@@ -381,7 +351,6 @@ __all__ = [
     "PendingApproval",
     "PermissionDenied",
     "RunError",
-    "SpawnResult",
     "Store",
     "Subscription",
     "check_file",

@@ -103,6 +103,27 @@ class ChangeSetSummary(TypedDict):
     unsupported: list[str]
 
 
+class Ran(TypedDict):
+    """A command that ran (under the sandbox when the snapshot requires one)."""
+
+    outcome: Literal["ran"]
+    pid: int
+    exit_code: Optional[int]
+    signal: Optional[int]
+    timed_out: bool
+    duration_ms: int
+    stdout: bytes
+    stderr: bytes
+    stdout_truncated: bool
+    stderr_truncated: bool
+    sandbox: Optional[dict[str, Any]]
+    change_set: Optional[ChangeSetSummary]
+
+
+SpawnResult = Union[Ran, Denied, Deferred]
+"""What ``Gate.spawn`` did; ``outcome`` says which fields it has."""
+
+
 class Change(TypedDict):
     """One change of a ``ChangeSet`` (``schema("Change")``)."""
 
@@ -163,7 +184,9 @@ __all__ = [
     "Effect",
     "Evaluation",
     "InvocationOptions",
+    "Ran",
     "ReviewRoot",
     "Rule",
+    "SpawnResult",
     "Verdict",
 ]

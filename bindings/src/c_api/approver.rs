@@ -7,14 +7,11 @@
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::sync::Arc;
 
-use serde::Deserialize;
-
 use super::{Failure, TgStatus, arg, free_handle, handle_arg, handle_result};
+use crate::TurnGateError;
 use crate::approver::{
-    ApproverHandle, DecisionRecord, ForeignApprover, ForeignDecisionFuture, parse_decision,
-    rule_record,
+    ApproverHandle, DecisionRecord, ForeignApprover, ForeignDecisionFuture, decision_from_value,
 };
-use crate::{ActionRecord, TurnGateError};
 
 /// Who answers a gate's asks (opaque). Create with `tg_approver_builtin` or
 /// `tg_approver_from_callback`, release with `tg_approver_free`; a gate made with it keeps its
@@ -62,59 +59,13 @@ unsafe extern "C" {
     fn free(ptr: *mut c_void);
 }
 
-/// A decision as JSON, the answer of a callback or the argument of `tg_gate_resume_json`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DecisionJson {
-    decision: String,
-    reason: Option<String>,
-    modified: Option<ActionJson>,
-    #[serde(default)]
-    remember: Vec<RuleJson>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ActionJson {
-    kind: String,
-    target: String,
-    tool: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RuleJson {
-    kind: String,
-    effect: String,
-    pattern: String,
-    tool: Option<String>,
-}
-
 /// Parses a decision: `{"decision": "approve" | "allow" | "deny" | "defer", "reason"?,
-/// "modified"?, "remember"?}`. A malformed one fails, naming the bad field.
+/// "modified"?, "remember"?}` (the facade's [`decision_from_value`]). A malformed one fails,
+/// naming the bad field.
 pub(super) fn parse_decision_json(text: &str) -> Result<DecisionRecord, TurnGateError> {
-    let d: DecisionJson = serde_json::from_str(text)
+    let value: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| TurnGateError::invalid("decision", format!("not a decision object: {e}")))?;
-    Ok(match parse_decision(&d.decision, d.reason.as_deref())? {
-        DecisionRecord::Approve { .. } => DecisionRecord::Approve {
-            modified: d.modified.map(|a| ActionRecord {
-                kind: a.kind,
-                target: a.target,
-                tool: a.tool,
-            }),
-            remember: d
-                .remember
-                .iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    rule_record(&r.kind, &r.effect, &r.pattern, r.tool.as_deref()).map_err(|e| {
-                        TurnGateError::invalid(&format!("decision.remember[{i}]"), e.message())
-                    })
-                })
-                .collect::<Result<_, _>>()?,
-        },
-        other => other,
-    })
+    decision_from_value("decision", value)
 }
 
 /// The callback's `user_data`, sent to the worker threads that call it.

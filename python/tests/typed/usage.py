@@ -24,6 +24,12 @@ def outcome_text(a: Authorization) -> str:
     return a["request"]["id"] if "id" in a["request"] else a["reason"]
 
 
+def spawn_text(s: turngate.SpawnResult) -> str:
+    if s["outcome"] == "ran":
+        return s["stdout"].decode() + str(s["exit_code"]) + str(s["stdout_truncated"])
+    return s["tool_result"]
+
+
 def run(workspace: Path) -> list[str]:
     p = Policy.tiered()
     ctx = {"workspace_root": str(workspace), "execution_backend": "native",
@@ -46,4 +52,6 @@ def run(workspace: Path) -> list[str]:
         return path
 
     out = read("a.txt")
-    return [verdict_layer(p), outcome_text(a), e["target"], str(e["decided_by"]), str(out)]
+    s = gate.spawn_blocking("true", cwd=workspace)
+    return [verdict_layer(p), outcome_text(a), e["target"], str(e["decided_by"]), str(out),
+            spawn_text(s)]
