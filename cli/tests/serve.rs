@@ -683,6 +683,96 @@ fn http_needs_the_bearer_token_except_on_approval_links() {
     );
 }
 
+/// One raw HTTP/1.1 request with exactly `head_lines` as its headers; the status code.
+fn raw_status(port: u16, request_line: &str, head_lines: &[String], body: &[u8]) -> u16 {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap_or_else(|e| panic!("{e}"));
+    s.set_read_timeout(Some(TIMEOUT))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut req = format!(
+        "{request_line}\r\nconnection: close\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for h in head_lines {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"));
+    s.write_all(body).unwrap_or_else(|e| panic!("{e}"));
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_browser_elsewhere_cannot_call_the_api_even_with_the_token() {
+    // Red team 5: a page on another origin that knew the token (it is in the console's URL)
+    // POSTed to `/rpc?access_token=…` with `no-cors` and ran a command; a foreign Host
+    // (DNS rebinding) was accepted too.
+    let dir = tmp();
+    let (server, _a) = start(dir.path(), true, &[]);
+    let port = server.http.unwrap_or_default();
+    let token = std::fs::read_to_string(dir.path().join("state/token")).unwrap_or_default();
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"turn/events","params":{"turn_id":"x"}}"#;
+    let host = format!("host: 127.0.0.1:{port}");
+    let bearer = format!("authorization: Bearer {token}");
+    // The token in the query is for the console page and its WebSocket only.
+    let rpc_query = format!("POST /rpc?access_token={token} HTTP/1.1");
+    assert_eq!(
+        raw_status(port, &rpc_query, std::slice::from_ref(&host), body),
+        401
+    );
+    // Another origin, even with the bearer token.
+    for origin in [
+        "origin: http://evil.example",
+        "origin: null",
+        "origin: https://127.0.0.1:1",
+    ] {
+        let status = raw_status(
+            port,
+            "POST /rpc HTTP/1.1",
+            &[host.clone(), bearer.clone(), origin.to_owned()],
+            body,
+        );
+        assert_eq!(status, 403, "{origin}");
+    }
+    let ws = format!("GET /ws?access_token={token} HTTP/1.1");
+    let upgrade = [
+        host.clone(),
+        "origin: http://evil.example".to_owned(),
+        "upgrade: websocket".to_owned(),
+        "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==".to_owned(),
+        "sec-websocket-version: 13".to_owned(),
+    ];
+    assert_eq!(raw_status(port, &ws, &upgrade, b""), 403);
+    // A name this loopback listener does not have: DNS rebinding.
+    let rebound = format!("host: evil.example:{port}");
+    assert_eq!(
+        raw_status(port, "POST /rpc HTTP/1.1", &[rebound, bearer.clone()], body),
+        421
+    );
+    // The server's own origin, and no Origin at all (a client), still work.
+    let own = format!("origin: http://127.0.0.1:{port}");
+    assert_eq!(
+        raw_status(
+            port,
+            "POST /rpc HTTP/1.1",
+            &[host.clone(), bearer.clone(), own],
+            body
+        ),
+        200
+    );
+    assert_eq!(
+        raw_status(port, "POST /rpc HTTP/1.1", &[host, bearer], body),
+        200
+    );
+}
+
 #[test]
 fn approval_links_show_on_get_resolve_on_post_once_and_refuse_forgeries() {
     let dir = tmp();
@@ -1329,4 +1419,46 @@ fn the_approval_page_shows_hidden_characters_escaped() {
         "{}",
         page.body
     );
+}
+
+#[test]
+fn a_turn_whose_roots_hold_the_state_dir_is_refused() {
+    // Red team 5: with `--state-dir` in the workspace, a sandboxed command read the token and
+    // rewrote the turn's grants and snapshot, which a restart trusted.
+    let dir = tmp();
+    let (_server, mut a) = start(dir.path(), false, &[]);
+    let r = a.call_err(
+        "turn/start",
+        json!({"turn_id": "t1", "profile": {"mode": "auto_accept_edits"}, "workspace": dir.path()}),
+    );
+    let message = r["message"].as_str().unwrap_or_default().to_owned();
+    assert!(message.contains("state dir lies in the turn's root"), "{r}");
+    // A workspace beside it is fine.
+    let ok = start_turn(&mut a, dir.path(), "t2");
+    assert_eq!(ok["turn_id"], "t2", "{ok}");
+}
+
+#[test]
+fn a_state_dir_made_by_another_user_is_refused() {
+    // Red team 5: another user made the state dir first, with a token of its own, and used
+    // that token to run a command as the server's user.
+    let dir = tmp();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap_or_else(|e| panic!("{e}"));
+    let out = Command::new(bin())
+        .args(["serve", "--no-stdio", "--socket"])
+        .arg(dir.path().join("s.sock"))
+        .arg("--state-dir")
+        .arg(&state)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not a directory owned by this user"),
+        "{stderr}"
+    );
+    assert!(!state.join("token").exists());
 }

@@ -748,3 +748,34 @@ async fn a_target_swapped_for_a_symlink_while_the_approval_is_pending_runs_nothi
     );
     assert_eq!(std::fs::read_to_string(&other).unwrap(), "other");
 }
+
+#[test]
+fn an_allow_rule_does_not_reach_a_file_of_that_name_in_the_workspace() {
+    use turngate::Effect;
+    // Red team 4 F5: an allow for `ls` ran `./tools/ls`, a workspace file the agent wrote.
+    // A project allow for `rustc`; a workspace file named rustc is not it.
+    let t = turn();
+    let policy = Policy::new()
+        .with_default(ActionKind::ShellCommand, turngate::Effect::Ask)
+        .layer("project")
+        .allow_exec("rustc");
+    let g = Gate::new(
+        "t",
+        snapshot_with(&t.ws, Some(PermissionMode::AutoAcceptEdits), Some(policy)),
+        t.store.clone(),
+        Arc::new(DenyAll),
+    )
+    .unwrap();
+    std::fs::create_dir_all(t.ws.join("tools")).unwrap();
+    let effect = |line: &str| g.evaluate(&shell(line)).verdict.effect;
+    assert_eq!(effect("rustc main.rs"), Effect::Allow);
+    assert_eq!(effect("/usr/local/bin/rustc main.rs"), Effect::Allow);
+    for line in [
+        "./tools/rustc main.rs".to_owned(),
+        "tools/rustc main.rs".to_owned(),
+        format!("{}/tools/rustc main.rs", t.ws.display()),
+        "/tmp/rustc main.rs".to_owned(),
+    ] {
+        assert_eq!(effect(&line), Effect::Ask, "{line}");
+    }
+}

@@ -2,21 +2,23 @@
 //! `/`, and the approval links `GET|POST /approvals/{id}`.
 //!
 //! Every route needs the bearer token (`Authorization: Bearer …`, or `?access_token=…` where
-//! a browser cannot send headers: the console page and its WebSocket), except the approval
-//! links, whose signed token is the capability. A GET never resolves anything (link
+//! a browser cannot send headers: `GET /` and `GET /ws` only), except the approval links,
+//! whose signed token is the capability. On a loopback listener `Host` must be one of its own
+//! names (DNS rebinding), and a browser request from another origin is refused everywhere. A GET never resolves anything (link
 //! previews fetch GETs): only the page's form POST does.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HOST, HeaderValue, ORIGIN};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
@@ -26,24 +28,89 @@ use super::{pages, rpc};
 
 type Body = Full<Bytes>;
 
+/// Connections served at once; more wait in the kernel's backlog (red team 5: 1,100
+/// half-sent requests used up every descriptor).
+const MAX_CONNECTIONS: usize = 256;
+/// A request head not complete by then closes its connection.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Who may call: the bearer token, and, on a loopback listener, the names a browser on this
+/// machine uses for it (anything else in `Host` is DNS rebinding).
+#[derive(Clone)]
+struct Guard {
+    token: Arc<String>,
+    /// `Host` values accepted (`127.0.0.1:P`, `localhost:P`, `[::1]:P`); `None` on a
+    /// non-loopback listener started with `--allow-remote`.
+    hosts: Option<Arc<Vec<String>>>,
+}
+
 pub async fn serve_http(serve: Serve, listener: tokio::net::TcpListener, token: Arc<String>) {
+    let hosts = listener.local_addr().ok().and_then(|a| {
+        a.ip().is_loopback().then(|| {
+            let port = a.port();
+            Arc::new(vec![
+                format!("127.0.0.1:{port}"),
+                format!("localhost:{port}"),
+                format!("[::1]:{port}"),
+                a.to_string(),
+            ])
+        })
+    });
+    let guard = Guard { token, hosts };
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
+        let Ok(permit) = slots.clone().acquire_owned().await else {
+            return;
+        };
         let Ok((stream, _)) = listener.accept().await else {
+            // Out of descriptors, most likely: do not spin.
+            drop(permit);
+            tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
         let serve = serve.clone();
-        let token = token.clone();
+        let guard = guard.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             let svc = hyper::service::service_fn(move |req| {
                 let serve = serve.clone();
-                let token = token.clone();
-                async move { Ok::<_, Infallible>(route(serve, token, req).await) }
+                let guard = guard.clone();
+                async move { Ok::<_, Infallible>(route(serve, &guard, req).await) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEAD_TIMEOUT)
                 .serve_connection(TokioIo::new(stream), svc)
                 .with_upgrades()
                 .await;
         });
+    }
+}
+
+/// `Host` is one of the listener's own names (loopback listeners only).
+fn host_allowed(req: &Request<Incoming>, guard: &Guard) -> bool {
+    let Some(hosts) = &guard.hosts else {
+        return true;
+    };
+    req.headers()
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|h| hosts.iter().any(|a| a.eq_ignore_ascii_case(h)))
+}
+
+/// A browser's cross-site request carries its page's `Origin`: only this server's own
+/// origin may call (red team 5: a page elsewhere that knew the token ran a command). A
+/// request without `Origin` (curl, the clients) is not a browser's cross-site one.
+fn same_origin(req: &Request<Incoming>) -> bool {
+    let Some(origin) = req.headers().get(ORIGIN) else {
+        return true;
+    };
+    let host = req.headers().get(HOST).and_then(|h| h.to_str().ok());
+    match (origin.to_str().ok(), host) {
+        (Some(o), Some(h)) => o
+            .strip_prefix("http://")
+            .is_some_and(|rest| rest.eq_ignore_ascii_case(h)),
+        _ => false,
     }
 }
 
@@ -63,6 +130,8 @@ fn query(req: &Request<Incoming>) -> HashMap<String, String> {
         .unwrap_or_default()
 }
 
+/// The bearer token in `Authorization`; in the query only for what a browser opens without
+/// headers (the console page and its WebSocket), never for `POST /rpc`.
 fn authorized(req: &Request<Incoming>, token: &str) -> bool {
     let header = req
         .headers()
@@ -72,9 +141,11 @@ fn authorized(req: &Request<Incoming>, token: &str) -> bool {
     if let Some(given) = header {
         return ct_eq(given.trim().as_bytes(), token.as_bytes());
     }
-    query(req)
-        .get("access_token")
-        .is_some_and(|given| ct_eq(given.as_bytes(), token.as_bytes()))
+    let browser_route = req.method() == Method::GET && matches!(req.uri().path(), "/" | "/ws");
+    browser_route
+        && query(req)
+            .get("access_token")
+            .is_some_and(|given| ct_eq(given.as_bytes(), token.as_bytes()))
 }
 
 fn response(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
@@ -120,13 +191,22 @@ async fn body_bytes(req: Request<Incoming>, limit: usize) -> Result<Bytes, Respo
     }
 }
 
-async fn route(serve: Serve, token: Arc<String>, req: Request<Incoming>) -> Response<Body> {
+async fn route(serve: Serve, guard: &Guard, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path().to_owned();
+    if !host_allowed(&req, guard) {
+        return text(
+            StatusCode::MISDIRECTED_REQUEST,
+            "unknown Host for this server",
+        );
+    }
+    if !same_origin(&req) {
+        return text(StatusCode::FORBIDDEN, "cross-origin requests are refused");
+    }
     if let Some(id) = path.strip_prefix("/approvals/") {
         let id = id.to_owned();
         return approval(serve, req, &id).await;
     }
-    if !authorized(&req, &token) {
+    if !authorized(&req, &guard.token) {
         let mut resp = text(StatusCode::UNAUTHORIZED, "bearer token required");
         resp.headers_mut()
             .insert("www-authenticate", HeaderValue::from_static("Bearer"));

@@ -194,9 +194,22 @@ impl ProcessSpawnPlan {
             compile_globs(&process.allowed_command_families)
         };
         let mut verdict: Option<Verdict> = None;
+        // The writable roots, and the workspace even in a read-only mode (a file written
+        // there by an approved edit is still the agent's).
+        let mut writable = roots.writable_paths();
+        writable.extend(roots.workspace_root().map(Path::to_path_buf));
+        let start_dir = request.cwd.unwrap_or(sandbox.cwd.as_path());
         for command in &parsed.commands {
             let base = basename(&command.program).to_lowercase();
             let mut v = policy.explain_command(command, request.tool);
+            // An allow rule names a program, not whatever file of that name the command or
+            // the agent wrote in a writable root (red team 4 F5): such a path asks.
+            if v.reason == Reason::AllowRule && command.program.contains('/') {
+                let path = start_dir.join(&command.program);
+                if writable.iter().any(|root| path.starts_with(root)) {
+                    v = Verdict::without_rule(Effect::Ask, layer.clone(), Reason::Default);
+                }
+            }
             let denied_hit = match &denied {
                 Ok(set) => set.is_match(&base),
                 Err(()) => true,

@@ -960,26 +960,20 @@ fn undecorated(name: &str) -> Option<&str> {
     (n != name && !n.is_empty()).then_some(n)
 }
 
-/// Whether a program word names the system's program: a bare name (found on the PATH the
-/// sandbox rebuilds without the writable roots) or an absolute path, without `..`, in the
-/// system's program directories.
+/// Whether a program word may be judged by an allow rule for its basename: a bare name
+/// (found on the PATH the sandbox rebuilds without the writable roots), or an absolute path
+/// without `..` outside the temporary directories. A relative path (`./tools/ls`) is a file
+/// in the working directory, whatever the command or the agent wrote there (red team 4 F5);
+/// an absolute one inside the turn's writable roots is refused the same way by the process
+/// checker, which knows the roots.
 fn names_system_program(program: &str) -> bool {
-    const SYSTEM_DIRS: &[&str] = &[
-        "/bin/",
-        "/sbin/",
-        "/usr/bin/",
-        "/usr/sbin/",
-        "/usr/local/bin/",
-        "/usr/local/sbin/",
-    ];
+    const TEMP_DIRS: &[&str] = &["/tmp/", "/var/tmp/", "/dev/shm/", "/run/user/"];
     if !program.contains('/') {
         return true;
     }
-    SYSTEM_DIRS.iter().any(|d| {
-        program
-            .strip_prefix(d)
-            .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
-    }) && !program.split('/').any(|c| c == "..")
+    program.starts_with('/')
+        && !program.split('/').any(|c| c == "..")
+        && !TEMP_DIRS.iter().any(|d| program.starts_with(d))
 }
 
 #[cfg(test)]

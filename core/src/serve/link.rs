@@ -76,9 +76,18 @@ pub fn random_hex(n: usize) -> std::io::Result<String> {
 /// Read a secret kept 0600 at `path`, or create one (`n` random bytes, hex) when there is
 /// none. A secret file readable by group or others is refused: it may have leaked.
 pub fn load_or_create_secret(path: &Path, n: usize) -> std::io::Result<String> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    match std::fs::metadata(path) {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    match std::fs::symlink_metadata(path) {
         Ok(meta) => {
+            // SAFETY: geteuid cannot fail.
+            let me = unsafe { libc::geteuid() };
+            if !meta.is_file() || meta.uid() != me {
+                return Err(std::io::Error::other(format!(
+                    "{} is not a regular file owned by this user (uid {me}); refusing to use \
+                     it as a secret",
+                    path.display()
+                )));
+            }
             if meta.permissions().mode() & 0o077 != 0 {
                 return Err(std::io::Error::other(format!(
                     "{} is readable by others (mode {:o}); refusing to use it (chmod 600 it or \

@@ -329,15 +329,26 @@ fn state_err(path: &Path, e: impl std::fmt::Display) -> ServeError {
     }
 }
 
-/// Create `dir` (and parents) with mode 0700 for the last component.
+/// Create `dir` (and parents) with mode 0700 for the last component. A directory that is not
+/// this user's own, or a symlink, is refused: another user who made it first would hold the
+/// bearer token and the link key (red team 5: a planted token ran a command as root).
 pub fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
-    let mode = std::fs::metadata(dir)?.permissions().mode();
-    if mode & 0o077 != 0 {
+    let meta = std::fs::symlink_metadata(dir)?;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !meta.is_dir() || meta.uid() != me {
+        return Err(std::io::Error::other(format!(
+            "{} is not a directory owned by this user (uid {me}); refusing to keep the \
+             server's token and keys there",
+            dir.display()
+        )));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
     Ok(())
@@ -461,6 +472,25 @@ impl Serve {
         turn_id: &str,
         snapshot: TurnExecutionSecuritySnapshot,
     ) -> Result<Gate, ServeError> {
+        // The turn's commands must not reach the server's own state: its token and link key
+        // (they could approve their own requests) or its turn files (grants and snapshots a
+        // restart trusts). Red team 5 edited them from a workspace that held the state dir.
+        let state = std::fs::canonicalize(&self.inner.state_dir)
+            .unwrap_or_else(|_| self.inner.state_dir.clone());
+        for entry in &snapshot.sandbox.filesystem.entries {
+            let root = std::fs::canonicalize(&entry.path).unwrap_or_else(|_| entry.path.clone());
+            if state.starts_with(&root) {
+                return Err(state_err(
+                    &self.inner.state_dir,
+                    format!(
+                        "the server's state dir lies in the turn's root {}, where its commands \
+                         could read the token and rewrite grants; put --state-dir outside the \
+                         turn's roots",
+                        root.display()
+                    ),
+                ));
+            }
+        }
         // Every ask is deferred: persisted with its action and snapshot, resolved by whoever
         // answers first, then resumed (and re-checked) by the gate.
         Ok(Gate::new(
