@@ -709,6 +709,24 @@ fn raw_status(port: u16, request_line: &str, head_lines: &[String], body: &[u8])
         .unwrap_or(0)
 }
 
+/// One raw GET; the whole response as text.
+fn raw_response(port: u16, request_line: &str, head_lines: &[String]) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap_or_else(|e| panic!("{e}"));
+    s.set_read_timeout(Some(TIMEOUT))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut req = format!("{request_line}\r\nconnection: close\r\n");
+    for h in head_lines {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 #[test]
 fn a_browser_elsewhere_cannot_call_the_api_even_with_the_token() {
     // Red team 5: a page on another origin that knew the token (it is in the console's URL)
@@ -1461,4 +1479,50 @@ fn a_state_dir_made_by_another_user_is_refused() {
         "{stderr}"
     );
     assert!(!state.join("token").exists());
+}
+
+#[test]
+fn approval_links_through_a_tunnel_keep_working_from_the_links_own_origin() {
+    // A phone opens `--approval-url`'s host through a tunnel: that Host and that Origin are
+    // the links' own; any other origin is still refused.
+    let dir = tmp();
+    let port = free_port();
+    let mut child = Command::new(bin())
+        .args([
+            "serve",
+            "--no-stdio",
+            "--http",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args(["--approval-url", "https://phone.example"])
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let deadline = Instant::now() + TIMEOUT;
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "serve never bound its port");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let get = "GET /approvals/nope?action=approve&token=x HTTP/1.1";
+    let tunnel = [
+        "host: phone.example".to_owned(),
+        "origin: https://phone.example".to_owned(),
+    ];
+    // The page answers (an invalid link here: 403 "Invalid link"), not the guard.
+    let answer = raw_response(port, get, &tunnel);
+    assert!(
+        answer.contains("Invalid link") && !answer.contains("cross-origin"),
+        "the tunnel's request was refused by the guard: {answer}"
+    );
+    let evil = [
+        "host: phone.example".to_owned(),
+        "origin: https://evil.example".to_owned(),
+    ];
+    assert!(raw_response(port, get, &evil).contains("cross-origin requests are refused"));
+    let rebound = ["host: evil.example".to_owned()];
+    assert_eq!(raw_status(port, get, &rebound, b""), 421);
+    let _ = child.kill();
+    let _ = child.wait();
 }

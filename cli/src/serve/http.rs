@@ -39,24 +39,51 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 struct Guard {
     token: Arc<String>,
-    /// `Host` values accepted (`127.0.0.1:P`, `localhost:P`, `[::1]:P`); `None` on a
-    /// non-loopback listener started with `--allow-remote`.
+    /// `Host` values accepted (`127.0.0.1:P`, `localhost:P`, `[::1]:P`, and the host of
+    /// `--approval-url`, which a tunnel may pass through); `None` on a non-loopback listener
+    /// started with `--allow-remote`.
     hosts: Option<Arc<Vec<String>>>,
+    /// The origin of `--approval-url` (`https://phone.example`): a phone's browser posts the
+    /// approval form from there, through a tunnel.
+    link_origin: Option<Arc<String>>,
 }
 
-pub async fn serve_http(serve: Serve, listener: tokio::net::TcpListener, token: Arc<String>) {
+pub async fn serve_http(
+    serve: Serve,
+    listener: tokio::net::TcpListener,
+    token: Arc<String>,
+    approval_url: Option<String>,
+) {
+    let base = approval_url.and_then(|u| url::Url::parse(&u).ok());
+    let link_host = base.as_ref().and_then(|u| {
+        u.host_str().map(|h| match u.port() {
+            Some(p) => format!("{h}:{p}"),
+            None => h.to_owned(),
+        })
+    });
+    let link_origin = base
+        .as_ref()
+        .map(|u| u.origin().ascii_serialization())
+        .filter(|o| o != "null")
+        .map(Arc::new);
     let hosts = listener.local_addr().ok().and_then(|a| {
         a.ip().is_loopback().then(|| {
             let port = a.port();
-            Arc::new(vec![
+            let mut names = vec![
                 format!("127.0.0.1:{port}"),
                 format!("localhost:{port}"),
                 format!("[::1]:{port}"),
                 a.to_string(),
-            ])
+            ];
+            names.extend(link_host.clone());
+            Arc::new(names)
         })
     });
-    let guard = Guard { token, hosts };
+    let guard = Guard {
+        token,
+        hosts,
+        link_origin,
+    };
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let Ok(permit) = slots.clone().acquire_owned().await else {
@@ -101,17 +128,26 @@ fn host_allowed(req: &Request<Incoming>, guard: &Guard) -> bool {
 /// A browser's cross-site request carries its page's `Origin`: only this server's own
 /// origin may call (red team 5: a page elsewhere that knew the token ran a command). A
 /// request without `Origin` (curl, the clients) is not a browser's cross-site one.
-fn same_origin(req: &Request<Incoming>) -> bool {
+fn same_origin(req: &Request<Incoming>, guard: &Guard) -> bool {
     let Some(origin) = req.headers().get(ORIGIN) else {
         return true;
     };
-    let host = req.headers().get(HOST).and_then(|h| h.to_str().ok());
-    match (origin.to_str().ok(), host) {
-        (Some(o), Some(h)) => o
-            .strip_prefix("http://")
-            .is_some_and(|rest| rest.eq_ignore_ascii_case(h)),
-        _ => false,
+    let Ok(origin) = origin.to_str() else {
+        return false;
+    };
+    if guard
+        .link_origin
+        .as_deref()
+        .is_some_and(|o| o.eq_ignore_ascii_case(origin))
+    {
+        return true;
     }
+    let host = req.headers().get(HOST).and_then(|h| h.to_str().ok());
+    host.is_some_and(|h| {
+        origin
+            .strip_prefix("http://")
+            .is_some_and(|rest| rest.eq_ignore_ascii_case(h))
+    })
 }
 
 /// Constant-time equality (the length is not secret: tokens have a fixed length).
@@ -199,7 +235,7 @@ async fn route(serve: Serve, guard: &Guard, req: Request<Incoming>) -> Response<
             "unknown Host for this server",
         );
     }
-    if !same_origin(&req) {
+    if !same_origin(&req, guard) {
         return text(StatusCode::FORBIDDEN, "cross-origin requests are refused");
     }
     if let Some(id) = path.strip_prefix("/approvals/") {

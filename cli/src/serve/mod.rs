@@ -181,7 +181,12 @@ async fn main(args: &ServeArgs) -> Result<u8, CliError> {
             state_dir.join("token").display()
         );
         let serve = serve.clone();
-        tasks.spawn(http::serve_http(serve, listener, Arc::new(token)));
+        tasks.spawn(http::serve_http(
+            serve,
+            listener,
+            Arc::new(token),
+            args.approval_url.clone(),
+        ));
     }
     let others = !tasks.is_empty();
     if !args.no_stdio {
