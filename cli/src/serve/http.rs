@@ -235,12 +235,14 @@ async fn route(serve: Serve, guard: &Guard, req: Request<Incoming>) -> Response<
             "unknown Host for this server",
         );
     }
-    if !same_origin(&req, guard) {
-        return text(StatusCode::FORBIDDEN, "cross-origin requests are refused");
-    }
     if let Some(id) = path.strip_prefix("/approvals/") {
+        // The link's token is the capability whoever holds it: no Origin check here (the
+        // page's form posts with `Origin: null` under its no-referrer policy).
         let id = id.to_owned();
         return approval(serve, req, &id).await;
+    }
+    if !same_origin(&req, guard) {
+        return text(StatusCode::FORBIDDEN, "cross-origin requests are refused");
     }
     if !authorized(&req, &guard.token) {
         let mut resp = text(StatusCode::UNAUTHORIZED, "bearer token required");
