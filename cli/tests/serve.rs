@@ -685,6 +685,15 @@ fn http_needs_the_bearer_token_except_on_approval_links() {
 
 /// One raw HTTP/1.1 request with exactly `head_lines` as its headers; the status code.
 fn raw_status(port: u16, request_line: &str, head_lines: &[String], body: &[u8]) -> u16 {
+    raw_request(port, request_line, head_lines, body)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+/// One raw HTTP/1.1 request with exactly `head_lines` as its headers; the whole response.
+fn raw_request(port: u16, request_line: &str, head_lines: &[String], body: &[u8]) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap_or_else(|e| panic!("{e}"));
     s.set_read_timeout(Some(TIMEOUT))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -700,28 +709,6 @@ fn raw_status(port: u16, request_line: &str, head_lines: &[String], body: &[u8])
     s.write_all(req.as_bytes())
         .unwrap_or_else(|e| panic!("{e}"));
     s.write_all(body).unwrap_or_else(|e| panic!("{e}"));
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    String::from_utf8_lossy(&out)
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0)
-}
-
-/// One raw GET; the whole response as text.
-fn raw_response(port: u16, request_line: &str, head_lines: &[String]) -> String {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap_or_else(|e| panic!("{e}"));
-    s.set_read_timeout(Some(TIMEOUT))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut req = format!("{request_line}\r\nconnection: close\r\n");
-    for h in head_lines {
-        req.push_str(h);
-        req.push_str("\r\n");
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes())
-        .unwrap_or_else(|e| panic!("{e}"));
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
     String::from_utf8_lossy(&out).into_owned()
@@ -1511,7 +1498,7 @@ fn approval_links_through_a_tunnel_keep_working_from_the_links_own_origin() {
         "origin: https://phone.example".to_owned(),
     ];
     // The page answers (an invalid link here: 403 "Invalid link"), not the guard.
-    let answer = raw_response(port, get, &tunnel);
+    let answer = raw_request(port, get, &tunnel, b"");
     assert!(
         answer.contains("Invalid link") && !answer.contains("cross-origin"),
         "the tunnel's request was refused by the guard: {answer}"
@@ -1522,7 +1509,8 @@ fn approval_links_through_a_tunnel_keep_working_from_the_links_own_origin() {
         "origin: https://evil.example".to_owned(),
     ];
     assert!(
-        raw_response(port, "GET / HTTP/1.1", &evil).contains("cross-origin requests are refused")
+        raw_request(port, "GET / HTTP/1.1", &evil, b"")
+            .contains("cross-origin requests are refused")
     );
     let rebound = ["host: evil.example".to_owned()];
     assert_eq!(raw_status(port, get, &rebound, b""), 421);
