@@ -1617,10 +1617,10 @@ impl Gate {
     fn quarantine_dir(&self) -> std::path::PathBuf {
         match self.store.local_dir() {
             Some(dir) => dir.join("quarantine"),
-            // SAFETY: geteuid cannot fail.
-            None => std::env::temp_dir().join(format!("turngate-quarantine-{}", unsafe {
-                libc::geteuid()
-            })),
+            None => std::env::temp_dir().join(format!(
+                "turngate-quarantine-{}",
+                crate::sandbox::protect::current_uid()
+            )),
         }
     }
 

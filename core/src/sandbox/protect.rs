@@ -21,6 +21,7 @@
 //! incomplete scan, and the gate removes what it could not move.
 
 use std::collections::HashSet;
+#[cfg(unix)]
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -355,14 +356,12 @@ impl Baseline {
         // of this user's, not a symlink (one planted in a shared tmp dir by another user would
         // receive what is moved); otherwise nothing is moved and every new entry is removed.
         let private = {
-            use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::create_dir_all(&target_dir);
-            // SAFETY: geteuid cannot fail.
-            let me = unsafe { libc::geteuid() };
+            let me = current_uid();
             [quarantine_dir, target_dir.as_path()].iter().all(|dir| {
                 std::fs::symlink_metadata(dir)
                     .is_ok_and(|m| m.file_type().is_dir() && m.uid() == me)
-                    && std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).is_ok()
+                    && make_private(dir).is_ok()
             })
         };
         for (i, (path, kind)) in new.into_iter().enumerate() {
@@ -425,12 +424,11 @@ impl Baseline {
 fn move_away(path: &Path, dest: &Path) -> std::io::Result<()> {
     if let Some(parent) = dest.parent() {
         std::fs::create_dir_all(parent)?;
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o700));
+        let _ = make_private(parent);
     }
     match std::fs::rename(path, dest) {
         Ok(()) => Ok(()),
-        Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+        Err(e) if crosses_filesystems(&e) => {
             copy_tree(path, dest)?;
             remove(path)
         }
@@ -442,7 +440,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     let meta = std::fs::symlink_metadata(from)?;
     let t = meta.file_type();
     if t.is_symlink() {
-        std::os::unix::fs::symlink(std::fs::read_link(from)?, to)
+        copy_symlink(from, to)
     } else if t.is_dir() {
         std::fs::create_dir(to)?;
         for entry in std::fs::read_dir(from)? {
@@ -462,12 +460,82 @@ fn remove(path: &Path) -> std::io::Result<()> {
     let meta = std::fs::symlink_metadata(path)?;
     if meta.file_type().is_dir() {
         // An unlistable directory the command made: make it listable first (it is ours).
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700));
+        let _ = make_private(path);
         std::fs::remove_dir_all(path)
     } else {
         std::fs::remove_file(path)
     }
+}
+
+/// This user's uid.
+#[cfg(unix)]
+pub(crate) fn current_uid() -> u32 {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Mode 0700 on `path`.
+#[cfg(unix)]
+fn make_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+}
+
+#[cfg(unix)]
+fn copy_symlink(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(std::fs::read_link(from)?, to)
+}
+
+#[cfg(unix)]
+fn crosses_filesystems(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EXDEV)
+}
+
+// Off Unix no command runs (the runner refuses every run, ADR 0021), so nothing is ever
+// scanned or moved: these stand-ins only let the module compile, and every one of them
+// fails closed (no private quarantine, so a scan would remove rather than keep).
+#[cfg(not(unix))]
+trait MetadataExt {
+    fn dev(&self) -> u64 {
+        0
+    }
+    fn ino(&self) -> u64 {
+        0
+    }
+    fn ctime(&self) -> i64 {
+        0
+    }
+    fn ctime_nsec(&self) -> i64 {
+        0
+    }
+    fn uid(&self) -> u32 {
+        u32::MAX
+    }
+}
+
+#[cfg(not(unix))]
+impl MetadataExt for std::fs::Metadata {}
+
+#[cfg(not(unix))]
+pub(crate) fn current_uid() -> u32 {
+    0
+}
+
+#[cfg(not(unix))]
+fn make_private(_path: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::other(
+        "no Unix permissions on this platform",
+    ))
+}
+
+#[cfg(not(unix))]
+fn copy_symlink(_from: &Path, _to: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::other("no symlinks copied on this platform"))
+}
+
+#[cfg(not(unix))]
+fn crosses_filesystems(_e: &std::io::Error) -> bool {
+    false
 }
 
 #[cfg(test)]

@@ -844,6 +844,7 @@ fn read_child_failure(read_end: &OwnedFd) -> Option<(u32, i32)> {
 
 /// The error for a child that did not start: the step it reported (the sandbox's, the
 /// namespace layer's, or the exec's own), else the spawn's error.
+#[cfg(unix)]
 fn child_error(
     prepared: Option<&PreparedSandbox>,
     failure: Option<(u32, i32)>,
