@@ -1,16 +1,23 @@
 //! The embedded SQLite audit store: WAL, group commit, two durability levels (DESIGN §19).
 //!
-//! One writer thread owns the write connection. Appenders hand it jobs through a channel; it
-//! takes every job queued, runs them in one `BEGIN IMMEDIATE` transaction, commits, and only
-//! then answers each appender. So an append that returned is committed to the WAL, and
-//! concurrent appenders share commits. With [`Durability::Process`] (the default,
-//! `synchronous=NORMAL`) a commit is in the WAL file, which survives any kill of the process;
-//! with [`Durability::Power`] (`synchronous=FULL`) each commit is also fsynced, which survives
-//! a power loss. Reads use their own connection and see committed data only.
+//! One write connection, behind a lock. Appenders queue jobs; whoever finds the connection
+//! free becomes the batch's leader: it takes every job queued, runs them in one
+//! `BEGIN IMMEDIATE` transaction, commits, and answers each appender before it lets go. So an
+//! append that returned is committed to the WAL, a lone appender commits on its own thread
+//! (no hand-off to another thread and back), and concurrent appenders share commits: those
+//! that queue while a leader commits are the next leader's batch. Async appenders
+//! ([`SqliteAuditStore::append_async`]) never block their runtime: a committer thread leads
+//! for them. With [`Durability::Process`] (the default, `synchronous=NORMAL`) a commit is in
+//! the WAL file, which survives any kill of the process; with [`Durability::Power`]
+//! (`synchronous=FULL`) each commit is also fsynced, which survives a power loss. Reads use
+//! their own connection and see committed data only.
+//!
+//! [`SqliteAuditStore::memory`] is the same store in memory, for tests: one connection for
+//! reads and writes, nothing survives the process.
 
 use std::path::Path;
 use std::sync::mpsc;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -85,6 +92,13 @@ const MIGRATIONS: [&str; 5] = [
 /// The most jobs one transaction takes.
 const MAX_BATCH: usize = 4096;
 
+/// How often [`SqliteAuditStore::wait_resolved`] looks for a resolution that another process
+/// recorded.
+pub const WAIT_POLL: Duration = Duration::from_millis(100);
+
+/// The path an in-memory store reports.
+const MEMORY: &str = ":memory:";
+
 /// How long a connection waits for another process's write lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -124,9 +138,83 @@ struct Job {
 /// The embedded audit store over one SQLite file. See the module documentation.
 pub struct SqliteAuditStore {
     path: String,
-    jobs: Option<mpsc::Sender<Job>>,
-    writer: Option<JoinHandle<()>>,
-    reader: Mutex<Connection>,
+    shared: Arc<Shared>,
+    /// Wakes the committer thread, which leads batches for async appenders.
+    wake: Option<mpsc::Sender<()>>,
+    committer: Option<JoinHandle<()>>,
+    /// The read connection; `None` for the in-memory store, which reads on the writer's.
+    reader: Option<Mutex<Connection>>,
+}
+
+/// What appenders share: the queue, the write connection, and a commit counter they wait on.
+struct Shared {
+    path: String,
+    queue: Mutex<Vec<Job>>,
+    writer: Mutex<Connection>,
+    /// Bumped after every batch (and every resolution); appenders waiting for a leader, and
+    /// [`AuditStore::wait_resolved`] waiters, wait for it to change.
+    commits: Mutex<u64>,
+    committed: Condvar,
+    /// The same counter for async waiters ([`SqliteAuditStore::wait_resolved`]).
+    commits_async: tokio::sync::watch::Sender<u64>,
+}
+
+impl Shared {
+    fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(&self, job: Job) {
+        Self::lock(&self.queue).push(job);
+    }
+
+    fn generation(&self) -> u64 {
+        *Self::lock(&self.commits)
+    }
+
+    /// Commit the jobs queued now on `conn` (one transaction per [`MAX_BATCH`]), answering
+    /// each before returning. Jobs queued meanwhile are their appenders' next batch: a sync
+    /// appender leads it itself, an async one has woken the committer thread.
+    fn commit_queued(&self, conn: &mut Connection) {
+        let mut jobs = std::mem::take(&mut *Self::lock(&self.queue));
+        while !jobs.is_empty() {
+            let rest = jobs.split_off(jobs.len().min(MAX_BATCH));
+            commit_batch(conn, &self.path, jobs);
+            jobs = rest;
+        }
+        *Self::lock(&self.commits) += 1;
+        self.committed.notify_all();
+        self.commits_async.send_modify(|c| *c = c.wrapping_add(1));
+    }
+
+    /// Lead a batch if the write connection is free. False when another leader holds it.
+    fn try_lead(&self) -> bool {
+        match self.writer.try_lock() {
+            Ok(mut conn) => {
+                self.commit_queued(&mut conn);
+                true
+            }
+            Err(std::sync::TryLockError::Poisoned(e)) => {
+                self.commit_queued(&mut e.into_inner());
+                true
+            }
+            Err(std::sync::TryLockError::WouldBlock) => false,
+        }
+    }
+
+    /// Lead a batch, waiting for the write connection (the committer thread).
+    fn lead(&self) {
+        let mut conn = Self::lock(&self.writer);
+        self.commit_queued(&mut conn);
+    }
+
+    /// Wait until the commit counter moves past `seen`, or `timeout` passes.
+    fn wait_past(&self, seen: u64, timeout: Duration) {
+        let commits = Self::lock(&self.commits);
+        let _ = self
+            .committed
+            .wait_timeout_while(commits, timeout, |c| *c == seen);
+    }
 }
 
 impl std::fmt::Debug for SqliteAuditStore {
@@ -239,65 +327,154 @@ impl SqliteAuditStore {
 
         let reader = Connection::open_with_flags(path, flags).map_err(sql)?;
         reader.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        Self::start(path_str, writer, Some(reader))
+    }
 
-        let (tx, rx) = mpsc::channel::<Job>();
-        let writer_path = path_str.clone();
-        let handle = std::thread::Builder::new()
+    /// A store in memory, for tests and throwaway turns: the same schema and semantics as a
+    /// file store (group commit, first resolution wins, spent once), one connection for reads
+    /// and writes, and nothing kept after the store is dropped. Its [`AuditStore::local_dir`]
+    /// is `None`, so reviewable writes (whose change sets live beside a store file) are
+    /// refused with it.
+    pub fn memory() -> Result<Self, AuditError> {
+        let path_str = MEMORY.to_owned();
+        let sql = |source| AuditError::Sqlite {
+            path: path_str.clone(),
+            source,
+        };
+        let mut conn = Connection::open_in_memory().map_err(sql)?;
+        migrate(&mut conn, &path_str)?;
+        Self::start(path_str, conn, None)
+    }
+
+    fn start(
+        path: String,
+        writer: Connection,
+        reader: Option<Connection>,
+    ) -> Result<Self, AuditError> {
+        let shared = Arc::new(Shared {
+            path: path.clone(),
+            queue: Mutex::new(Vec::new()),
+            writer: Mutex::new(writer),
+            commits: Mutex::new(0),
+            committed: Condvar::new(),
+            commits_async: tokio::sync::watch::Sender::new(0),
+        });
+        let (wake, woken) = mpsc::channel::<()>();
+        let for_committer = Arc::clone(&shared);
+        let committer = std::thread::Builder::new()
             .name("turngate-audit-writer".to_owned())
-            .spawn(move || run_writer(writer, &writer_path, &rx))
+            .spawn(move || {
+                // Lead for async appenders; on close, commit what is left and stop.
+                while woken.recv().is_ok() {
+                    for_committer.lead();
+                }
+                for_committer.lead();
+            })
             .map_err(|e| AuditError::Corrupt {
-                path: path_str.clone(),
+                path: path.clone(),
                 what: "writer thread".to_owned(),
                 message: e.to_string(),
             })?;
         Ok(SqliteAuditStore {
-            path: path_str,
-            jobs: Some(tx),
-            writer: Some(handle),
-            reader: Mutex::new(reader),
+            path,
+            shared,
+            wake: Some(wake),
+            committer: Some(committer),
+            reader: reader.map(Mutex::new),
         })
     }
 
-    /// The store's file.
+    /// The store's file (`:memory:` for [`SqliteAuditStore::memory`]).
     pub fn path(&self) -> &str {
         &self.path
     }
 
-    fn submit(&self, op: Op, reply: ReplyFn) -> Result<(), AuditError> {
-        let jobs = self
-            .jobs
+    /// Queue `op` and commit it: as the batch's leader when the write connection is free,
+    /// else in the batch of whoever holds it. Returns once the batch holding `op` committed.
+    fn run(&self, op: Op) -> Result<Reply, AuditError> {
+        if self.wake.is_none() {
+            return Err(AuditError::WriterStopped(self.path.clone()));
+        }
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.shared.push(Job {
+            op,
+            reply: Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        });
+        loop {
+            // Read the counter before looking for the answer: a leader answers, then bumps
+            // it, so an answer that is not there yet comes with a bump we will see.
+            let seen = self.shared.generation();
+            match rx.try_recv() {
+                Ok(reply) => return reply,
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    return Err(AuditError::WriterStopped(self.path.clone()));
+                }
+                Err(mpsc::TryRecvError::Empty) => {}
+            }
+            if !self.shared.try_lead() {
+                self.shared.wait_past(seen, Duration::from_millis(50));
+            }
+        }
+    }
+
+    /// [`AuditStore::append`] for async hosts: waits without blocking the runtime thread (the
+    /// store's committer thread leads the batch).
+    pub async fn append_async(&self, event: TurnPermissionAuditEvent) -> Result<u64, AuditError> {
+        let wake = self
+            .wake
             .as_ref()
             .ok_or_else(|| AuditError::WriterStopped(self.path.clone()))?;
-        jobs.send(Job { op, reply })
-            .map_err(|_| AuditError::WriterStopped(self.path.clone()))
-    }
-
-    fn run(&self, op: Op) -> Result<Reply, AuditError> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        self.submit(
-            op,
-            Box::new(move |r| {
-                let _ = tx.send(r);
-            }),
-        )?;
-        rx.recv()
-            .map_err(|_| AuditError::WriterStopped(self.path.clone()))?
-    }
-
-    /// [`AuditStore::append`] for async hosts: waits without blocking the runtime thread.
-    pub async fn append_async(&self, event: TurnPermissionAuditEvent) -> Result<u64, AuditError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.submit(
-            Op::Append(Box::new(event)),
-            Box::new(move |r| {
+        self.shared.push(Job {
+            op: Op::Append(Box::new(event)),
+            reply: Box::new(move |r| {
                 let _ = tx.send(r);
             }),
-        )?;
+        });
+        wake.send(())
+            .map_err(|_| AuditError::WriterStopped(self.path.clone()))?;
         match rx.await {
             Ok(Ok(Reply::Seq(seq))) => Ok(seq),
             Ok(Ok(_)) => Err(self.unexpected()),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(AuditError::WriterStopped(self.path.clone())),
+        }
+    }
+
+    /// Wait until the stored approval `request_id` is resolved, by this process or another on
+    /// the same file, or until `timeout` passes (`None`: no limit). Returns the approval as
+    /// stored then: resolved, or still pending when the timeout passed. A resolution recorded
+    /// through this store wakes the wait at once; one recorded by another process is seen
+    /// within [`WAIT_POLL`]. An unknown id is [`AuditError::UnknownRequest`]. Dropping the
+    /// future stops the wait.
+    pub async fn wait_resolved(
+        &self,
+        request_id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<StoredApproval, AuditError> {
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut commits = self.shared.commits_async.subscribe();
+        loop {
+            commits.borrow_and_update();
+            let approval = self
+                .approval(request_id)?
+                .ok_or_else(|| AuditError::UnknownRequest(request_id.to_owned()))?;
+            if approval.resolution.is_some() {
+                return Ok(approval);
+            }
+            let mut poll = tokio::time::Instant::now() + WAIT_POLL;
+            if let Some(deadline) = deadline {
+                if tokio::time::Instant::now() >= deadline {
+                    return Ok(approval);
+                }
+                poll = poll.min(deadline);
+            }
+            tokio::select! {
+                _ = commits.changed() => {}
+                () = tokio::time::sleep_until(poll) => {}
+            }
         }
     }
 
@@ -310,7 +487,10 @@ impl SqliteAuditStore {
     }
 
     fn reader(&self) -> MutexGuard<'_, Connection> {
-        self.reader.lock().unwrap_or_else(|e| e.into_inner())
+        match &self.reader {
+            Some(reader) => Shared::lock(reader),
+            None => Shared::lock(&self.shared.writer),
+        }
     }
 
     fn sql(&self, source: rusqlite::Error) -> AuditError {
@@ -367,9 +547,9 @@ impl SqliteAuditStore {
 
 impl Drop for SqliteAuditStore {
     fn drop(&mut self) {
-        // Closing the channel lets the writer finish queued jobs and exit.
-        self.jobs.take();
-        if let Some(handle) = self.writer.take() {
+        // Closing the channel lets the committer finish queued jobs and exit.
+        self.wake.take();
+        if let Some(handle) = self.committer.take() {
             let _ = handle.join();
         }
     }
@@ -417,39 +597,6 @@ fn migrate(conn: &mut Connection, path: &str) -> Result<(), AuditError> {
         tx.execute_batch(&format!("PRAGMA user_version = {}", version + 1))
             .map_err(sql)?;
         tx.commit().map_err(sql)?;
-    }
-}
-
-fn run_writer(mut conn: Connection, path: &str, jobs: &mpsc::Receiver<Job>) {
-    // Adaptive group commit: when the previous batch had k appenders, they are usually about
-    // to append again, so wait (at most half a commit's time, and never more than 2 ms) for
-    // up to k jobs before committing, instead of committing whoever happened to be queued.
-    // A lone appender (k = 1) never waits.
-    let mut expect = 1usize;
-    let mut last_commit = Duration::ZERO;
-    while let Ok(first) = jobs.recv() {
-        let mut batch = vec![first];
-        let deadline = Instant::now() + last_commit.min(Duration::from_millis(2));
-        while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(mpsc::TryRecvError::Empty) if batch.len() < expect => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        break;
-                    }
-                    match jobs.recv_timeout(left) {
-                        Ok(job) => batch.push(job),
-                        Err(_) => break,
-                    }
-                }
-                Err(_) => break,
-            }
-        }
-        expect = batch.len();
-        let started = Instant::now();
-        commit_batch(&mut conn, path, batch);
-        last_commit = started.elapsed();
     }
 }
 
