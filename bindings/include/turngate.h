@@ -468,10 +468,14 @@ enum TgStatus tg_gate_authorize_json(const struct TgGate *gate,
  * a `TgDecideFn` answers: `{"decision": "approve" | "deny" | "defer", ...}`): the stored
  * action, exactly as shown, is re-checked against this gate's policy. Writes an authorization
  * as `tg_gate_authorize_json` does; an unknown or already resolved request fails with
+ * `TG_STATUS_APPROVAL`. A NULL `decision` takes the decision already recorded in the store
+ * (a person answered through another process; see `tg_store_wait_resolved_json`): an allow
+ * is re-checked and spent once, a recorded deny is the denial, a pending request fails with
  * `TG_STATUS_APPROVAL`. `*out_json` is owned by the caller.
  *
  * # Safety
- * `gate` is a live gate; `request_id` and `decision` NUL-terminated; `out_json` writable.
+ * `gate` is a live gate; `request_id` NUL-terminated, `decision` NULL or NUL-terminated;
+ * `out_json` writable.
  */
 enum TgStatus tg_gate_resume_json(const struct TgGate *gate,
                                   const char *request_id,
@@ -824,6 +828,43 @@ enum TgStatus tg_scope_hash(const char *scope, char **out_hash);
  * `path` is NUL-terminated; `out_store` writable.
  */
 enum TgStatus tg_store_open(const char *path, struct TgStore **out_store);
+
+/**
+ * `tg_store_open` with a durability level: `durability` is `"process"` (the default, also
+ * for NULL: every recorded event survives a kill of the process) or `"power"` (an fsync per
+ * group commit: it also survives a power loss); another name fails with `TG_STATUS_INVALID`
+ * naming it.
+ *
+ * # Safety
+ * `path` is NUL-terminated, `durability` NULL or NUL-terminated; `out_store` writable.
+ */
+enum TgStatus tg_store_open_durable(const char *path,
+                                    const char *durability,
+                                    struct TgStore **out_store);
+
+/**
+ * Opens a store in memory, for tests: the file store's semantics, nothing kept after the
+ * last reference is released. `*out_store` is owned by the caller.
+ *
+ * # Safety
+ * `out_store` writable.
+ */
+enum TgStatus tg_store_memory(struct TgStore **out_store);
+
+/**
+ * Blocks until the stored approval `request_id` is resolved (through this store at once, by
+ * another process within 100 ms) or `timeout_ms` passes (negative: no limit), and writes the
+ * approval as JSON (`{"request", "action", "resolution"?}`: resolved, or still pending after
+ * the timeout). An unknown id fails with `TG_STATUS_STORE`. Not from an approver callback.
+ * `*out_json` is owned by the caller.
+ *
+ * # Safety
+ * `store` is a live store; `request_id` NUL-terminated; `out_json` writable.
+ */
+enum TgStatus tg_store_wait_resolved_json(const struct TgStore *store,
+                                          const char *request_id,
+                                          int64_t timeout_ms,
+                                          char **out_json);
 
 /**
  * Releases a store. NULL is a no-op. Gates made from it keep working (they hold their own

@@ -208,6 +208,8 @@ pub enum OpenRecord {
 #[derive(Debug)]
 pub struct GateHandle {
     gate: Gate,
+    /// The store it records to (for `wait_resolved`).
+    store: StoreHandle,
     /// Where a reviewed spawn's change sets go: beside the gate's audit store (or why there
     /// is nowhere).
     changes: Result<turngate::changes::ChangeStore, TurnGateError>,
@@ -223,8 +225,33 @@ impl GateHandle {
         approver: &ApproverHandle,
         broker: Option<&BrokerHandle>,
     ) -> Result<Arc<Self>, TurnGateError> {
+        Self::make(turn_id, snapshot, store, approver, broker, false)
+    }
+
+    /// [`GateHandle::new`] without waiting for the disk: the turn's `profile_selected` row is
+    /// queued to the store's committer thread and the first decision waits for it (and fails
+    /// if it was not recorded). For constructors that run on an event loop.
+    pub fn new_started(
+        turn_id: &str,
+        snapshot: Value,
+        store: &StoreHandle,
+        approver: &ApproverHandle,
+        broker: Option<&BrokerHandle>,
+    ) -> Result<Arc<Self>, TurnGateError> {
+        Self::make(turn_id, snapshot, store, approver, broker, true)
+    }
+
+    fn make(
+        turn_id: &str,
+        snapshot: Value,
+        store: &StoreHandle,
+        approver: &ApproverHandle,
+        broker: Option<&BrokerHandle>,
+        started: bool,
+    ) -> Result<Arc<Self>, TurnGateError> {
         let snapshot: TurnExecutionSecuritySnapshot = from_value("snapshot", snapshot)?;
-        let mut gate = Gate::new(
+        let make = if started { Gate::new_started } else { Gate::new };
+        let mut gate = make(
             turn_id,
             snapshot,
             store.as_audit_store(),
@@ -236,6 +263,7 @@ impl GateHandle {
         }
         Ok(Arc::new(GateHandle {
             gate,
+            store: store.share(),
             changes: store.change_store(),
         }))
     }
@@ -265,12 +293,31 @@ impl GateHandle {
 
     /// Decide a deferred request (possibly persisted by another process): the stored action,
     /// exactly as shown, is re-checked against this gate's policy.
+    ///
+    /// `decision: None` takes the decision already recorded in the store (a person answered
+    /// through another process or an approval link; see [`GateHandle::wait_resolved`]): an
+    /// allow is re-checked and spent once, a recorded deny is the denial, a request still
+    /// pending is refused.
     pub fn resume(
         &self,
         request_id: &str,
-        decision: &DecisionRecord,
+        decision: Option<&DecisionRecord>,
     ) -> Result<AuthorizationRecord, TurnGateError> {
-        authorization(self.gate.resume(request_id, decision.to_core()?)?)
+        match decision {
+            Some(d) => authorization(self.gate.resume(request_id, d.to_core()?)?),
+            None => authorization(self.gate.resume_recorded(request_id)?),
+        }
+    }
+
+    /// Wait until the deferred request `request_id` is resolved, by anyone (see
+    /// [`StoreHandle::wait_resolved`]), and return its stored approval. Then `resume` it with
+    /// no decision (or `run_approved` a shell command).
+    pub async fn wait_resolved(
+        &self,
+        request_id: &str,
+        timeout_ms: Option<u64>,
+    ) -> Result<Value, TurnGateError> {
+        self.store.wait_resolved(request_id, timeout_ms).await
     }
 
     /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox. Only

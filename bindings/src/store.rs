@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use turngate::approval::ApprovalResolution;
-use turngate::audit::{AuditStore, SqliteAuditStore, StoredResolution, TurnPermissionAuditEvent};
+use turngate::audit::{
+    AuditStore, Durability, SqliteAuditStore, StoredResolution, TurnPermissionAuditEvent,
+};
 use turngate::changes::ChangeStore;
 
 use crate::TurnGateError;
@@ -32,11 +34,66 @@ pub struct StoreResolveRecord {
 }
 
 impl StoreHandle {
-    /// Open (creating if needed) the SQLite store at `path`.
+    /// Open (creating if needed) the SQLite store at `path`, with the default durability
+    /// (`process`). `:memory:` is [`StoreHandle::memory`].
     pub fn open(path: &str) -> Result<Arc<Self>, TurnGateError> {
+        Self::open_durable(path, None)
+    }
+
+    /// [`StoreHandle::open`] with a durability level: `process` (the default: WAL with
+    /// `synchronous=NORMAL`, every recorded event survives a kill of the process) or `power`
+    /// (an fsync per group commit, it also survives a power loss). Any other name is
+    /// `InvalidInput` naming it.
+    pub fn open_durable(path: &str, durability: Option<&str>) -> Result<Arc<Self>, TurnGateError> {
+        let durability = match durability {
+            None => Durability::default(),
+            Some(name) => crate::convert::from_value(
+                "durability",
+                Value::String(name.to_owned()),
+            )?,
+        };
+        if path == ":memory:" {
+            if durability == Durability::Power {
+                return Err(TurnGateError::invalid(
+                    "durability",
+                    "`power` needs a store file; an in-memory store keeps nothing",
+                ));
+            }
+            return Self::memory();
+        }
         Ok(Arc::new(StoreHandle {
-            store: Arc::new(SqliteAuditStore::open(path)?),
+            store: Arc::new(SqliteAuditStore::open_durable(path, durability)?),
         }))
+    }
+
+    /// A store in memory, for tests and throwaway turns: the file store's semantics, nothing
+    /// kept after the last reference is dropped. Its path is `:memory:`; reviewable writes are
+    /// refused with it (their change sets live beside a store file).
+    pub fn memory() -> Result<Arc<Self>, TurnGateError> {
+        Ok(Arc::new(StoreHandle {
+            store: Arc::new(SqliteAuditStore::memory()?),
+        }))
+    }
+
+    /// Wait until the stored approval `request_id` is resolved (through this store at once, by
+    /// another process within 100 ms) or `timeout_ms` passes (`None`: no limit), and return it
+    /// (`{"request", "action", "resolution"?}`): resolved, or still pending after the timeout.
+    /// An unknown id is an error. Dropping the future stops the wait.
+    pub async fn wait_resolved(
+        &self,
+        request_id: &str,
+        timeout_ms: Option<u64>,
+    ) -> Result<Value, TurnGateError> {
+        let timeout = timeout_ms.map(std::time::Duration::from_millis);
+        let approval = self.store.wait_resolved(request_id, timeout).await?;
+        to_value("approval", &approval)
+    }
+
+    /// Another handle on the same open store.
+    pub(crate) fn share(&self) -> StoreHandle {
+        StoreHandle {
+            store: Arc::clone(&self.store),
+        }
     }
 
     /// The store's file path.

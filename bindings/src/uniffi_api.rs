@@ -372,14 +372,33 @@ pub struct Store {
     handle: Arc<crate::StoreHandle>,
 }
 
-#[uniffi::export]
+#[uniffi::export(async_runtime = "tokio")]
 impl Store {
-    /// Open (creating if needed) the store at `path`.
-    #[uniffi::constructor]
-    pub fn open(path: String) -> Result<Arc<Self>> {
+    /// Open (creating if needed) the store at `path`. `durability` is `process` (the
+    /// default) or `power` (an fsync per group commit).
+    #[uniffi::constructor(default(durability = None))]
+    pub fn open(path: String, durability: Option<String>) -> Result<Arc<Self>> {
         Ok(Arc::new(Store {
-            handle: crate::StoreHandle::open(&path)?,
+            handle: crate::StoreHandle::open_durable(&path, durability.as_deref())?,
         }))
+    }
+
+    /// A store in memory, for tests: the file store's semantics, nothing kept.
+    #[uniffi::constructor]
+    pub fn memory() -> Result<Arc<Self>> {
+        Ok(Arc::new(Store {
+            handle: crate::StoreHandle::memory()?,
+        }))
+    }
+
+    /// Wait until the stored approval `request_id` is resolved, by anyone, or `timeout_ms`
+    /// passes; the approval as JSON (`{"request", "action", "resolution"?}`).
+    pub async fn wait_resolved(&self, request_id: String, timeout_ms: Option<u64>) -> Result<String> {
+        Ok(self
+            .handle
+            .wait_resolved(&request_id, timeout_ms)
+            .await?
+            .to_string())
     }
 
     /// The events of `turn_id` in seq order (JSON list of `TurnPermissionAuditEvent`).
@@ -550,9 +569,20 @@ impl Gate {
         self.handle.authorize(&invocation).await
     }
 
-    /// Decide a deferred request (possibly persisted by another process), re-checked.
-    pub fn resume(&self, request_id: String, decision: Decision) -> Result<Authorization> {
-        self.handle.resume(&request_id, &decision)
+    /// Decide a deferred request (possibly persisted by another process), re-checked. A nil
+    /// `decision` takes the one already recorded in the store (see `Store.wait_resolved`).
+    pub fn resume(&self, request_id: String, decision: Option<Decision>) -> Result<Authorization> {
+        self.handle.resume(&request_id, decision.as_ref())
+    }
+
+    /// Wait until the deferred request `request_id` is resolved, by anyone, or `timeout_ms`
+    /// passes; its stored approval as JSON (`{"request", "action", "resolution"?}`).
+    pub async fn wait_resolved(&self, request_id: String, timeout_ms: Option<u64>) -> Result<String> {
+        Ok(self
+            .handle
+            .wait_resolved(&request_id, timeout_ms)
+            .await?
+            .to_string())
     }
 
     /// Grant `scope_hash` for the rest of the turn.

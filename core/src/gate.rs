@@ -18,8 +18,8 @@ use crate::approval::{
     ScopeError, TurnPermissionApprovalRequest, decide_and_check, resume_with_decision,
 };
 use crate::audit::{
-    AuditDecision, AuditError, AuditEventKind, AuditStore, Consumed, Redactor, StoredApproval,
-    StoredResolution, TurnPermissionAuditEvent,
+    AuditDecision, AuditError, AuditEventKind, AuditStore, Consumed, PendingAppend, Redactor,
+    StoredApproval, StoredResolution, TurnPermissionAuditEvent,
 };
 use crate::check::file::{FileCheck, FilePolicyChecker, FileRoots, OpenError};
 use crate::check::net::{NetworkPolicyChecker, NetworkResolution};
@@ -478,6 +478,19 @@ pub struct Gate {
     history: Mutex<Option<Vec<(u64, TurnAction)>>>,
     runner: ProcessRunner,
     redactor: Redactor,
+    /// The `profile_selected` row of a gate made by [`Gate::new_started`], until the first
+    /// record waits for it (so no decision is recorded ahead of it, and a failure to record
+    /// it fails that decision).
+    profile: Mutex<Profile>,
+}
+
+/// Whether a gate's `profile_selected` row is in the store.
+enum Profile {
+    Recorded,
+    Pending(PendingAppend),
+    /// It could not be recorded: every later record fails too (no decision is recorded in a
+    /// turn whose profile is missing).
+    Failed(String),
 }
 
 impl std::fmt::Debug for Gate {
@@ -497,6 +510,20 @@ impl Gate {
         store: Arc<dyn AuditStore>,
         approver: Arc<dyn Approver>,
     ) -> Result<Gate, GateError> {
+        let gate = Self::new_started(turn_id, snapshot, store, approver)?;
+        gate.profile_recorded()?;
+        Ok(gate)
+    }
+
+    /// [`Gate::new`] without waiting for the disk: `profile_selected` is queued in the store
+    /// (ahead of every later row) and the gate's first record waits for it, failing if it was
+    /// not recorded. For hosts whose constructor runs on an event loop (Node's `new Gate`).
+    pub fn new_started(
+        turn_id: impl Into<String>,
+        snapshot: TurnExecutionSecuritySnapshot,
+        store: Arc<dyn AuditStore>,
+        approver: Arc<dyn Approver>,
+    ) -> Result<Gate, GateError> {
         let gate = Gate {
             turn_id: turn_id.into(),
             own: Under::new(snapshot)?,
@@ -507,6 +534,7 @@ impl Gate {
             history: Mutex::new(None),
             runner: ProcessRunner::native(),
             redactor: Redactor::default(),
+            profile: Mutex::new(Profile::Recorded),
         };
         let mut event = gate.event(AuditEventKind::ProfileSelected, None);
         event.reason = Some(format!(
@@ -515,8 +543,30 @@ impl Gate {
             gate.own.snapshot.permission_profile.source.as_str()
         ));
         event.decider = Some("policy".to_owned());
-        gate.store.append(event)?;
+        let pending = gate.store.append_start(event);
+        *gate.profile.lock().unwrap_or_else(|e| e.into_inner()) = Profile::Pending(pending);
         Ok(gate)
+    }
+
+    /// Wait for the `profile_selected` row, once: every record comes after it.
+    fn profile_recorded(&self) -> Result<(), AuditError> {
+        // Held while waiting, so a concurrent first record waits too.
+        let mut profile = self.profile.lock().unwrap_or_else(|e| e.into_inner());
+        match std::mem::replace(&mut *profile, Profile::Recorded) {
+            Profile::Recorded => Ok(()),
+            Profile::Pending(pending) => pending.wait().map(drop).map_err(|e| {
+                *profile = Profile::Failed(e.to_string());
+                e
+            }),
+            Profile::Failed(message) => {
+                *profile = Profile::Failed(message.clone());
+                Err(AuditError::Corrupt {
+                    path: String::new(),
+                    what: "profile_selected".to_owned(),
+                    message: format!("the turn's profile was not recorded: {message}"),
+                })
+            }
+        }
     }
 
     /// Also honour `allow_for_turn` grants recorded by `broker` (a UI's responder).
@@ -610,6 +660,7 @@ impl Gate {
             .timestamp
             .as_deref()
             .and_then(crate::policy::parse_timestamp_us);
+        self.profile_recorded()?;
         let seq = self.store.append(event)?;
         if row.kind == AuditEventKind::DecisionAllowed {
             if let (Ok(mut history), Some(at_us)) = (self.history.lock(), at_us) {
@@ -1125,6 +1176,31 @@ impl Gate {
     pub fn resume(&self, request_id: &str, decision: Decision) -> Result<Authorization, GateError> {
         self.resume_checked(request_id, Some(decision), None, false)
             .map(|r| r.auth)
+    }
+
+    /// [`Gate::resume`] with the decision already recorded in the store: by a person through
+    /// another process (`turngate approvals`, `turngate serve`, an approval link) or this one.
+    /// An allow is re-checked under the stored snapshot and spent once, as `resume` does; a
+    /// recorded deny (or `cancelled`, `expired`) is the denial. A request still pending is
+    /// [`GateError::NotApproved`] (wait for it with the store's `wait_resolved`).
+    pub fn resume_recorded(&self, request_id: &str) -> Result<Authorization, GateError> {
+        let stored = self
+            .store
+            .approval(request_id)?
+            .ok_or_else(|| GateError::UnknownRequest(request_id.to_owned()))?;
+        match stored.resolution {
+            Some(r) if !r.resolution.is_allow() => {
+                let reason = if r.reason.is_empty() {
+                    r.resolution.as_str().to_owned()
+                } else {
+                    r.reason
+                };
+                self.resume(request_id, Decision::deny(reason))
+            }
+            _ => self
+                .resume_checked(request_id, None, None, false)
+                .map(|r| r.auth),
+        }
     }
 
     /// [`Gate::resume`] from one read of the stored request, refusing before anything is

@@ -346,17 +346,53 @@ impl PyGate {
 
     /// Decide a deferred request (possibly persisted by another process) with `decision` (a
     /// `Decision`, a bool, or `"approve"`/`"deny"`/`"defer"`): the stored action, exactly as
-    /// shown, is re-checked against this gate's policy. Returns an `Authorization`.
+    /// shown, is re-checked against this gate's policy. Returns an `Authorization`. With no
+    /// `decision`, the one already recorded in the store (see `wait_resolved`): an allow is
+    /// re-checked and spent once, a recorded deny is the denial, a pending request raises.
+    #[pyo3(signature = (request_id, decision=None))]
     fn resume(
         &self,
         py: Python<'_>,
         request_id: &str,
-        decision: &Bound<'_, PyAny>,
+        decision: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let decision = decision_of(decision).map_err(InvalidInput::new_err)?;
+        let decision = decision
+            .map(|d| decision_of(d).map_err(InvalidInput::new_err))
+            .transpose()?;
         let h = &self.handle;
-        let out = py.detach(|| h.resume(request_id, &decision)).py_err(py)?;
+        let out = py
+            .detach(|| h.resume(request_id, decision.as_ref()))
+            .py_err(py)?;
         auth_out(py, out)
+    }
+
+    /// Wait until the deferred request `request_id` is resolved, by anyone (a person through
+    /// `turngate approvals`, `turngate serve` or a link; this process at once, another within
+    /// 100 ms), or `timeout_ms` passes (awaitable). Returns its stored approval; then
+    /// `resume(request_id)` (or `run_approved`) acts on the recorded decision.
+    #[pyo3(signature = (request_id, timeout_ms=None))]
+    fn wait_resolved<'py>(
+        &self,
+        py: Python<'py>,
+        request_id: String,
+        timeout_ms: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let h = Arc::clone(&self.handle);
+        let fut = async move { h.wait_resolved(&request_id, timeout_ms).await.into() };
+        awaitable(py, "Gate.wait_resolved", fut, crate::json_out)
+    }
+
+    /// `wait_resolved`, blocking the calling thread (GIL released).
+    #[pyo3(signature = (request_id, timeout_ms=None))]
+    fn wait_resolved_blocking(
+        &self,
+        py: Python<'_>,
+        request_id: String,
+        timeout_ms: Option<u64>,
+    ) -> PyResult<Py<PyAny>> {
+        let h = Arc::clone(&self.handle);
+        let fut = async move { h.wait_resolved(&request_id, timeout_ms).await.into() };
+        blocking(py, "Gate.wait_resolved", fut, crate::json_out)
     }
 
     /// Authorize a read and open the file race-free beneath its root (awaitable): a binary

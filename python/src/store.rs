@@ -8,7 +8,8 @@ use pyo3::types::PyDict;
 use serde_json::Value;
 use turngate_ffi::StoreHandle;
 
-use crate::{IntoPy, from_py, to_py};
+use crate::aio::{awaitable, blocking};
+use crate::{IntoPy, from_py, json_out, to_py};
 
 // ---- the store ------------------------------------------------------------------------------
 
@@ -20,13 +21,56 @@ pub(crate) struct PyStore {
 
 #[pymethods]
 impl PyStore {
-    /// Open (creating if needed) the store at `path`.
+    /// Open (creating if needed) the store at `path`. `durability` is `"process"` (the
+    /// default: every recorded event survives a kill of the process) or `"power"` (an fsync
+    /// per group commit: it also survives a power loss).
     #[new]
-    fn new(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
+    #[pyo3(signature = (path, durability=None))]
+    fn new(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        durability: Option<String>,
+    ) -> PyResult<Self> {
         let path = path.to_string_lossy().into_owned();
-        py.detach(|| StoreHandle::open(&path))
+        py.detach(|| StoreHandle::open_durable(&path, durability.as_deref()))
             .map(|handle| PyStore { handle })
             .py_err(py)
+    }
+
+    /// A store in memory, for tests: the file store's semantics, nothing kept.
+    #[staticmethod]
+    fn memory(py: Python<'_>) -> PyResult<Self> {
+        StoreHandle::memory()
+            .map(|handle| PyStore { handle })
+            .py_err(py)
+    }
+
+    /// Wait until the stored approval `request_id` is resolved, by anyone (this process at
+    /// once, another within 100 ms), or `timeout_ms` passes (awaitable). Returns the approval
+    /// (`{"request", "action", "resolution"?}`): resolved, or still pending after the timeout.
+    #[pyo3(signature = (request_id, timeout_ms=None))]
+    fn wait_resolved<'py>(
+        &self,
+        py: Python<'py>,
+        request_id: String,
+        timeout_ms: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let h = Arc::clone(&self.handle);
+        let fut = async move { h.wait_resolved(&request_id, timeout_ms).await.into() };
+        awaitable(py, "Store.wait_resolved", fut, json_out)
+    }
+
+    /// `wait_resolved`, blocking the calling thread (GIL released).
+    #[pyo3(signature = (request_id, timeout_ms=None))]
+    fn wait_resolved_blocking(
+        &self,
+        py: Python<'_>,
+        request_id: String,
+        timeout_ms: Option<u64>,
+    ) -> PyResult<Py<PyAny>> {
+        let h = Arc::clone(&self.handle);
+        let fut = async move { h.wait_resolved(&request_id, timeout_ms).await.into() };
+        blocking(py, "Store.wait_resolved", fut, json_out)
     }
 
     /// The store's file.

@@ -71,7 +71,7 @@ fn block_on<F: Future>(what: &str, fut: F) -> Result<F::Output, Failure> {
 }
 
 /// Runs a facade call on the runtime; its error becomes a failure.
-fn run<T>(what: &str, fut: impl Future<Output = Result<T, TurnGateError>>) -> Result<T, Failure> {
+pub(super) fn run<T>(what: &str, fut: impl Future<Output = Result<T, TurnGateError>>) -> Result<T, Failure> {
     Ok(block_on(what, fut)??)
 }
 
@@ -204,10 +204,14 @@ pub unsafe extern "C" fn tg_gate_authorize_json(
 /// a `TgDecideFn` answers: `{"decision": "approve" | "deny" | "defer", ...}`): the stored
 /// action, exactly as shown, is re-checked against this gate's policy. Writes an authorization
 /// as `tg_gate_authorize_json` does; an unknown or already resolved request fails with
+/// `TG_STATUS_APPROVAL`. A NULL `decision` takes the decision already recorded in the store
+/// (a person answered through another process; see `tg_store_wait_resolved_json`): an allow
+/// is re-checked and spent once, a recorded deny is the denial, a pending request fails with
 /// `TG_STATUS_APPROVAL`. `*out_json` is owned by the caller.
 ///
 /// # Safety
-/// `gate` is a live gate; `request_id` and `decision` NUL-terminated; `out_json` writable.
+/// `gate` is a live gate; `request_id` NUL-terminated, `decision` NULL or NUL-terminated;
+/// `out_json` writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tg_gate_resume_json(
     gate: *const TgGate,
@@ -220,8 +224,12 @@ pub unsafe extern "C" fn tg_gate_resume_json(
         json_result(out_json, || {
             let g = gate_arg(gate)?;
             let request_id = arg("request_id", request_id)?;
-            let d = parse_decision_json(arg("decision", decision)?)?;
-            record_json("authorization", &g.handle.resume(request_id, &d)?)
+            let d = if decision.is_null() {
+                None
+            } else {
+                Some(parse_decision_json(arg("decision", decision)?)?)
+            };
+            record_json("authorization", &g.handle.resume(request_id, d.as_ref())?)
         })
     }
 }

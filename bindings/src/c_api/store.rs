@@ -52,6 +52,78 @@ pub unsafe extern "C" fn tg_store_open(
     }
 }
 
+/// `tg_store_open` with a durability level: `durability` is `"process"` (the default, also
+/// for NULL: every recorded event survives a kill of the process) or `"power"` (an fsync per
+/// group commit: it also survives a power loss); another name fails with `TG_STATUS_INVALID`
+/// naming it.
+///
+/// # Safety
+/// `path` is NUL-terminated, `durability` NULL or NUL-terminated; `out_store` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_open_durable(
+    path: *const c_char,
+    durability: *const c_char,
+    out_store: *mut *mut TgStore,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        handle_result("out_store", out_store, || {
+            Ok(TgStore {
+                handle: StoreHandle::open_durable(
+                    arg("path", path)?,
+                    opt_arg("durability", durability)?,
+                )?,
+            })
+        })
+    }
+}
+
+/// Opens a store in memory, for tests: the file store's semantics, nothing kept after the
+/// last reference is released. `*out_store` is owned by the caller.
+///
+/// # Safety
+/// `out_store` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_memory(out_store: *mut *mut TgStore) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        handle_result("out_store", out_store, || {
+            Ok(TgStore {
+                handle: StoreHandle::memory()?,
+            })
+        })
+    }
+}
+
+/// Blocks until the stored approval `request_id` is resolved (through this store at once, by
+/// another process within 100 ms) or `timeout_ms` passes (negative: no limit), and writes the
+/// approval as JSON (`{"request", "action", "resolution"?}`: resolved, or still pending after
+/// the timeout). An unknown id fails with `TG_STATUS_STORE`. Not from an approver callback.
+/// `*out_json` is owned by the caller.
+///
+/// # Safety
+/// `store` is a live store; `request_id` NUL-terminated; `out_json` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tg_store_wait_resolved_json(
+    store: *const TgStore,
+    request_id: *const c_char,
+    timeout_ms: i64,
+    out_json: *mut *mut c_char,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        json_result(out_json, || {
+            let s = store_arg("store", store)?;
+            let id = arg("request_id", request_id)?;
+            let timeout = u64::try_from(timeout_ms).ok();
+            super::gate::run(
+                "tg_store_wait_resolved_json",
+                s.handle.wait_resolved(id, timeout),
+            )
+        })
+    }
+}
+
 /// Releases a store. NULL is a no-op. Gates made from it keep working (they hold their own
 /// reference); the file closes when the last one is released.
 ///

@@ -365,6 +365,45 @@ pub enum AuditError {
     WriterStopped(String),
 }
 
+/// An append started with [`AuditStore::append_start`]: [`PendingAppend::wait`] returns what
+/// [`AuditStore::append`] would have, once the event is durable (or why it is not).
+#[derive(Debug)]
+pub struct PendingAppend(Pending);
+
+#[derive(Debug)]
+enum Pending {
+    Done(Result<u64, AuditError>),
+    Waiting {
+        reply: std::sync::mpsc::Receiver<Result<u64, AuditError>>,
+        store: String,
+    },
+}
+
+impl PendingAppend {
+    /// An append that already finished.
+    pub fn done(result: Result<u64, AuditError>) -> Self {
+        PendingAppend(Pending::Done(result))
+    }
+
+    /// An append whose answer arrives on `reply` (from the store `store`).
+    pub(crate) fn waiting(
+        reply: std::sync::mpsc::Receiver<Result<u64, AuditError>>,
+        store: String,
+    ) -> Self {
+        PendingAppend(Pending::Waiting { reply, store })
+    }
+
+    /// Block until the append is durable; its seq, or the error that kept it from the store.
+    pub fn wait(self) -> Result<u64, AuditError> {
+        match self.0 {
+            Pending::Done(result) => result,
+            Pending::Waiting { reply, store } => reply
+                .recv()
+                .unwrap_or(Err(AuditError::WriterStopped(store))),
+        }
+    }
+}
+
 /// Durable storage for audit events and deferred approvals. Object-safe; an embedded SQLite
 /// file ([`SqliteAuditStore`]) or a shared server database can implement it.
 ///
@@ -374,6 +413,14 @@ pub trait AuditStore: Send + Sync + fmt::Debug {
     /// Append `event`, assigning the next `seq` of its turn. Returns the assigned seq once the
     /// event is durable.
     fn append(&self, event: TurnPermissionAuditEvent) -> Result<u64, AuditError>;
+
+    /// Start appending `event` and return without waiting for the disk: the event takes its
+    /// place in the store's order now (before any later append through this store), and
+    /// [`PendingAppend::wait`] says when it is durable. By default the append happens here,
+    /// synchronously; the SQLite store hands it to its committer thread.
+    fn append_start(&self, event: TurnPermissionAuditEvent) -> PendingAppend {
+        PendingAppend::done(self.append(event))
+    }
 
     /// The events of `turn_id`, in seq order.
     fn replay(&self, turn_id: &str) -> Result<Vec<TurnPermissionAuditEvent>, AuditError>;

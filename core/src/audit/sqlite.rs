@@ -27,8 +27,8 @@ use serde::de::DeserializeOwned;
 use crate::action::Action;
 use crate::approval::TurnPermissionApprovalRequest;
 use crate::audit::{
-    AuditError, AuditStore, Consumed, Durability, StoredApproval, StoredResolution,
-    TurnPermissionAuditEvent,
+    AuditError, AuditStore, Consumed, Durability, PendingAppend, StoredApproval,
+    StoredResolution, TurnPermissionAuditEvent,
 };
 use crate::protocol::TurnExecutionSecuritySnapshot;
 
@@ -883,6 +883,28 @@ impl AuditStore for SqliteAuditStore {
             Reply::Seq(seq) => Ok(seq),
             _ => Err(self.unexpected()),
         }
+    }
+
+    fn append_start(&self, event: TurnPermissionAuditEvent) -> PendingAppend {
+        let Some(wake) = self.wake.as_ref() else {
+            return PendingAppend::done(Err(AuditError::WriterStopped(self.path.clone())));
+        };
+        let (tx, rx) = mpsc::sync_channel(1);
+        let unexpected = self.unexpected();
+        self.shared.push(Job {
+            op: Op::Append(Box::new(event)),
+            reply: Box::new(move |r| {
+                let _ = tx.send(match r {
+                    Ok(Reply::Seq(seq)) => Ok(seq),
+                    Ok(_) => Err(unexpected),
+                    Err(e) => Err(e),
+                });
+            }),
+        });
+        if wake.send(()).is_err() {
+            return PendingAppend::done(Err(AuditError::WriterStopped(self.path.clone())));
+        }
+        PendingAppend::waiting(rx, self.path.clone())
     }
 
     fn turns(&self) -> Result<Vec<String>, AuditError> {
