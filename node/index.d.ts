@@ -348,9 +348,19 @@ export declare class Gate {
   authorize(invocation: Invocation): Promise<Authorization>
   /**
    * Decide a deferred request (possibly persisted by another process): the stored action,
-   * exactly as shown, is re-checked against this gate's policy.
+   * exactly as shown, is re-checked against this gate's policy. With no `decision`, the one
+   * already recorded in the store (see `waitResolved`): an allow is re-checked and spent
+   * once, a recorded deny is the denial, a pending request rejects.
    */
-  resume(requestId: string, decision: Decision): Promise<Authorization>
+  resume(requestId: string, decision?: Decision | null): Promise<Authorization>
+  /**
+   * Wait until the deferred request `requestId` is resolved, by anyone (a person through
+   * `turngate approvals`, `turngate serve` or a link; this process at once, another within
+   * 100 ms), or `timeoutMs` passes; resolves to its stored approval. Then
+   * `resume(requestId)` (or `runApproved`) acts on the recorded decision. Closing the gate
+   * rejects a wait in progress.
+   */
+  waitResolved(requestId: string, timeoutMs?: number | null): Promise<StoredApproval>
   /**
    * Authorize a shell command and, when allowed, run it under the snapshot's sandbox. With
    * `review: true` its writes become a change set beside the store
@@ -476,8 +486,20 @@ export declare class Policy {
 
 /** An open audit store (SQLite, WAL), shared by gates and clients, in this process or another. */
 export declare class Store {
-  /** Open (creating if needed) the SQLite store at `path`. */
-  static open(path: string): Promise<Store>
+  /**
+   * Open (creating if needed) the SQLite store at `path`. `options.durability` is
+   * `'process'` (the default: every recorded event survives a kill of the process) or
+   * `'power'` (an fsync per group commit: it also survives a power loss).
+   */
+  static open(path: string, options?: StoreOptions | null): Promise<Store>
+  /** A store in memory, for tests: the file store's semantics, nothing kept. */
+  static memory(): Store
+  /**
+   * Wait until the stored approval `requestId` is resolved, by anyone (this process at
+   * once, another within 100 ms), or `timeoutMs` passes; resolves to the approval
+   * (`{request, action, resolution?}`): resolved, or still pending after the timeout.
+   */
+  waitResolved(requestId: string, timeoutMs?: number | null): Promise<StoredApproval>
   /** The store's file path. */
   get path(): string
   /** Append a `TurnPermissionAuditEvent`; resolves to its assigned seq. */
@@ -755,6 +777,12 @@ export interface SpawnPlanOptions {
   timeoutMs?: number
   /** The tool's name. */
   tool?: string
+}
+
+/** How `Store.open` opens its file. */
+export interface StoreOptions {
+  /** `'process'` (the default) or `'power'`. */
+  durability?: 'process' | 'power'
 }
 
 /** Options of `Policy.tiered`. */

@@ -250,7 +250,11 @@ impl GateHandle {
         started: bool,
     ) -> Result<Arc<Self>, TurnGateError> {
         let snapshot: TurnExecutionSecuritySnapshot = from_value("snapshot", snapshot)?;
-        let make = if started { Gate::new_started } else { Gate::new };
+        let make = if started {
+            Gate::new_started
+        } else {
+            Gate::new
+        };
         let mut gate = make(
             turn_id,
             snapshot,

@@ -47,10 +47,7 @@ impl StoreHandle {
     pub fn open_durable(path: &str, durability: Option<&str>) -> Result<Arc<Self>, TurnGateError> {
         let durability = match durability {
             None => Durability::default(),
-            Some(name) => crate::convert::from_value(
-                "durability",
-                Value::String(name.to_owned()),
-            )?,
+            Some(name) => crate::convert::from_value("durability", Value::String(name.to_owned()))?,
         };
         if path == ":memory:" {
             if durability == Durability::Power {

@@ -393,7 +393,11 @@ impl Store {
 
     /// Wait until the stored approval `request_id` is resolved, by anyone, or `timeout_ms`
     /// passes; the approval as JSON (`{"request", "action", "resolution"?}`).
-    pub async fn wait_resolved(&self, request_id: String, timeout_ms: Option<u64>) -> Result<String> {
+    pub async fn wait_resolved(
+        &self,
+        request_id: String,
+        timeout_ms: Option<u64>,
+    ) -> Result<String> {
         Ok(self
             .handle
             .wait_resolved(&request_id, timeout_ms)
@@ -577,7 +581,11 @@ impl Gate {
 
     /// Wait until the deferred request `request_id` is resolved, by anyone, or `timeout_ms`
     /// passes; its stored approval as JSON (`{"request", "action", "resolution"?}`).
-    pub async fn wait_resolved(&self, request_id: String, timeout_ms: Option<u64>) -> Result<String> {
+    pub async fn wait_resolved(
+        &self,
+        request_id: String,
+        timeout_ms: Option<u64>,
+    ) -> Result<String> {
         Ok(self
             .handle
             .wait_resolved(&request_id, timeout_ms)

@@ -153,7 +153,9 @@ impl Gate {
             None => turngate_ffi::ApproverHandle::builtin("deny_all").or_throw(&env)?,
         };
         let broker = options.broker.as_ref().map(|b| Arc::clone(&b.handle));
-        let gate = GateHandle::new(
+        // The profile row is queued to the store's committer thread, not written here: the
+        // constructor runs on the event loop. The first decision waits for it.
+        let gate = GateHandle::new_started(
             &turn_id,
             snapshot,
             &options.store.handle,
@@ -203,21 +205,26 @@ impl Gate {
     }
 
     /// Decide a deferred request (possibly persisted by another process): the stored action,
-    /// exactly as shown, is re-checked against this gate's policy.
+    /// exactly as shown, is re-checked against this gate's policy. With no `decision`, the one
+    /// already recorded in the store (see `waitResolved`): an allow is re-checked and spent
+    /// once, a recorded deny is the denial, a pending request rejects.
     #[napi(
-        ts_args_type = "requestId: string, decision: Decision",
+        ts_args_type = "requestId: string, decision?: Decision | null",
         ts_return_type = "Promise<Authorization>"
     )]
     pub fn resume<'env>(
         &self,
         env: &'env Env,
         request_id: String,
-        decision: Value,
+        decision: Option<Value>,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
-        let decision = decision_from_value("decision", decision).or_throw(env)?;
+        let decision = match decision {
+            None | Some(Value::Null) => None,
+            Some(d) => Some(decision_from_value("decision", d).or_throw(env)?),
+        };
         let gate = Arc::clone(&self.gate);
         let work = async move {
-            tokio::task::spawn_blocking(move || gate.resume(&request_id, &decision))
+            tokio::task::spawn_blocking(move || gate.resume(&request_id, decision.as_ref()))
                 .await
                 .unwrap_or_else(|e| {
                     Err(TurnGateError::Store {
@@ -226,6 +233,29 @@ impl Gate {
                 })
         };
         promise(env, work, |env, a| record(env, &a))
+    }
+
+    /// Wait until the deferred request `requestId` is resolved, by anyone (a person through
+    /// `turngate approvals`, `turngate serve` or a link; this process at once, another within
+    /// 100 ms), or `timeoutMs` passes; resolves to its stored approval. Then
+    /// `resume(requestId)` (or `runApproved`) acts on the recorded decision. Closing the gate
+    /// rejects a wait in progress.
+    #[napi(
+        ts_args_type = "requestId: string, timeoutMs?: number | null",
+        ts_return_type = "Promise<StoredApproval>"
+    )]
+    pub fn wait_resolved<'env>(
+        &self,
+        env: &'env Env,
+        request_id: String,
+        timeout_ms: Option<u32>,
+    ) -> napi::Result<PromiseRaw<'env, Value>> {
+        let gate = Arc::clone(&self.gate);
+        let fut = self.guarded(async move {
+            gate.wait_resolved(&request_id, timeout_ms.map(u64::from))
+                .await
+        });
+        promise(env, fut, |_, v| Ok(v))
     }
 
     /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox. With

@@ -4,14 +4,23 @@
 use std::sync::Arc;
 
 use napi::Env;
-use napi::bindgen_prelude::{Either, PromiseRaw};
+use napi::bindgen_prelude::{Either, PromiseRaw, Unknown};
 use napi_derive::napi;
 use serde_json::Value;
 use turngate_ffi::StoreHandle;
 
-use crate::convert::{options, record};
+use crate::convert::{object_arg, options, record};
 use crate::error::OrThrow;
-use crate::settle::blocking;
+use crate::settle::{blocking, promise};
+
+/// How `Store.open` opens its file.
+#[napi(object)]
+#[derive(Debug, Default)]
+pub struct StoreOptions {
+    /// `'process'` (the default) or `'power'`.
+    #[napi(ts_type = "'process' | 'power'")]
+    pub durability: Option<String>,
+}
 
 /// An open audit store (SQLite, WAL), shared by gates and clients, in this process or another.
 #[napi]
@@ -22,14 +31,53 @@ pub struct Store {
 
 #[napi]
 impl Store {
-    /// Open (creating if needed) the SQLite store at `path`.
-    #[napi(ts_return_type = "Promise<Store>")]
-    pub fn open(env: &Env, path: String) -> napi::Result<PromiseRaw<'_, Store>> {
+    /// Open (creating if needed) the SQLite store at `path`. `options.durability` is
+    /// `'process'` (the default: every recorded event survives a kill of the process) or
+    /// `'power'` (an fsync per group commit: it also survives a power loss).
+    #[napi(
+        ts_args_type = "path: string, options?: StoreOptions | null",
+        ts_return_type = "Promise<Store>"
+    )]
+    pub fn open<'env>(
+        env: &'env Env,
+        path: String,
+        options: Option<Unknown<'_>>,
+    ) -> napi::Result<PromiseRaw<'env, Store>> {
+        let options: StoreOptions = object_arg(env, "options", options)?.unwrap_or_default();
         blocking(
             env,
-            move || StoreHandle::open(&path),
+            move || StoreHandle::open_durable(&path, options.durability.as_deref()),
             |_, handle| Ok(Store { handle }),
         )
+    }
+
+    /// A store in memory, for tests: the file store's semantics, nothing kept.
+    #[napi(factory)]
+    pub fn memory(env: Env) -> napi::Result<Store> {
+        Ok(Store {
+            handle: StoreHandle::memory().or_throw(&env)?,
+        })
+    }
+
+    /// Wait until the stored approval `requestId` is resolved, by anyone (this process at
+    /// once, another within 100 ms), or `timeoutMs` passes; resolves to the approval
+    /// (`{request, action, resolution?}`): resolved, or still pending after the timeout.
+    #[napi(
+        ts_args_type = "requestId: string, timeoutMs?: number | null",
+        ts_return_type = "Promise<StoredApproval>"
+    )]
+    pub fn wait_resolved<'env>(
+        &self,
+        env: &'env Env,
+        request_id: String,
+        timeout_ms: Option<u32>,
+    ) -> napi::Result<PromiseRaw<'env, Value>> {
+        let h = Arc::clone(&self.handle);
+        let fut = async move {
+            h.wait_resolved(&request_id, timeout_ms.map(u64::from))
+                .await
+        };
+        promise(env, fut, |_, v| Ok(v))
     }
 
     /// The store's file path.

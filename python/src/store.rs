@@ -26,11 +26,7 @@ impl PyStore {
     /// per group commit: it also survives a power loss).
     #[new]
     #[pyo3(signature = (path, durability=None))]
-    fn new(
-        py: Python<'_>,
-        path: std::path::PathBuf,
-        durability: Option<String>,
-    ) -> PyResult<Self> {
+    fn new(py: Python<'_>, path: std::path::PathBuf, durability: Option<String>) -> PyResult<Self> {
         let path = path.to_string_lossy().into_owned();
         py.detach(|| StoreHandle::open_durable(&path, durability.as_deref()))
             .map(|handle| PyStore { handle })

@@ -71,7 +71,10 @@ fn block_on<F: Future>(what: &str, fut: F) -> Result<F::Output, Failure> {
 }
 
 /// Runs a facade call on the runtime; its error becomes a failure.
-pub(super) fn run<T>(what: &str, fut: impl Future<Output = Result<T, TurnGateError>>) -> Result<T, Failure> {
+pub(super) fn run<T>(
+    what: &str,
+    fut: impl Future<Output = Result<T, TurnGateError>>,
+) -> Result<T, Failure> {
     Ok(block_on(what, fut)??)
 }
 

@@ -27,8 +27,8 @@ use serde::de::DeserializeOwned;
 use crate::action::Action;
 use crate::approval::TurnPermissionApprovalRequest;
 use crate::audit::{
-    AuditError, AuditStore, Consumed, Durability, PendingAppend, StoredApproval,
-    StoredResolution, TurnPermissionAuditEvent,
+    AuditError, AuditStore, Consumed, Durability, PendingAppend, StoredApproval, StoredResolution,
+    TurnPermissionAuditEvent,
 };
 use crate::protocol::TurnExecutionSecuritySnapshot;
 
