@@ -297,19 +297,31 @@ impl GateHandle {
 
     /// Decide a deferred request (possibly persisted by another process): the stored action,
     /// exactly as shown, is re-checked against this gate's policy.
-    ///
-    /// `decision: None` takes the decision already recorded in the store (a person answered
-    /// through another process or an approval link; see [`GateHandle::wait_resolved`]): an
-    /// allow is re-checked and spent once, a recorded deny is the denial, a request still
-    /// pending is refused.
     pub fn resume(
+        &self,
+        request_id: &str,
+        decision: &DecisionRecord,
+    ) -> Result<AuthorizationRecord, TurnGateError> {
+        authorization(self.gate.resume(request_id, decision.to_core()?)?)
+    }
+
+    /// [`GateHandle::resume`] with the decision already recorded in the store (a person
+    /// answered through another process or an approval link; see
+    /// [`GateHandle::wait_resolved`]): an allow is re-checked and spent once, a recorded deny
+    /// is the denial, a request still pending is refused.
+    pub fn resume_recorded(&self, request_id: &str) -> Result<AuthorizationRecord, TurnGateError> {
+        authorization(self.gate.resume_recorded(request_id)?)
+    }
+
+    /// `resume` with `decision`, or [`GateHandle::resume_recorded`] without one.
+    pub fn resume_or_recorded(
         &self,
         request_id: &str,
         decision: Option<&DecisionRecord>,
     ) -> Result<AuthorizationRecord, TurnGateError> {
         match decision {
-            Some(d) => authorization(self.gate.resume(request_id, d.to_core()?)?),
-            None => authorization(self.gate.resume_recorded(request_id)?),
+            Some(d) => self.resume(request_id, d),
+            None => self.resume_recorded(request_id),
         }
     }
 

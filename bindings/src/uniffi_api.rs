@@ -576,7 +576,8 @@ impl Gate {
     /// Decide a deferred request (possibly persisted by another process), re-checked. A nil
     /// `decision` takes the one already recorded in the store (see `Store.wait_resolved`).
     pub fn resume(&self, request_id: String, decision: Option<Decision>) -> Result<Authorization> {
-        self.handle.resume(&request_id, decision.as_ref())
+        self.handle
+            .resume_or_recorded(&request_id, decision.as_ref())
     }
 
     /// Wait until the deferred request `request_id` is resolved, by anyone, or `timeout_ms`

@@ -224,13 +224,15 @@ impl Gate {
         };
         let gate = Arc::clone(&self.gate);
         let work = async move {
-            tokio::task::spawn_blocking(move || gate.resume(&request_id, decision.as_ref()))
-                .await
-                .unwrap_or_else(|e| {
-                    Err(TurnGateError::Store {
-                        message: format!("resume failed: {e}"),
-                    })
+            tokio::task::spawn_blocking(move || {
+                gate.resume_or_recorded(&request_id, decision.as_ref())
+            })
+            .await
+            .unwrap_or_else(|e| {
+                Err(TurnGateError::Store {
+                    message: format!("resume failed: {e}"),
                 })
+            })
         };
         promise(env, work, |env, a| record(env, &a))
     }

@@ -361,7 +361,7 @@ impl PyGate {
             .transpose()?;
         let h = &self.handle;
         let out = py
-            .detach(|| h.resume(request_id, decision.as_ref()))
+            .detach(|| h.resume_or_recorded(request_id, decision.as_ref()))
             .py_err(py)?;
         auth_out(py, out)
     }

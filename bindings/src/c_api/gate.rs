@@ -232,7 +232,10 @@ pub unsafe extern "C" fn tg_gate_resume_json(
             } else {
                 Some(parse_decision_json(arg("decision", decision)?)?)
             };
-            record_json("authorization", &g.handle.resume(request_id, d.as_ref())?)
+            record_json(
+                "authorization",
+                &g.handle.resume_or_recorded(request_id, d.as_ref())?,
+            )
         })
     }
 }
