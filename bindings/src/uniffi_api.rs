@@ -405,6 +405,19 @@ impl Store {
             .to_string())
     }
 
+    /// Record `resolution` (`allow_once`, `allow_for_turn`, `deny`, `cancelled`, `expired`)
+    /// for a stored approval, first one wins: JSON `{"resolution", "reason", "applied"}`. A
+    /// gate's `resume` re-checks and acts on it.
+    pub fn resolve(
+        &self,
+        request_id: String,
+        resolution: String,
+        reason: String,
+    ) -> Result<String> {
+        let recorded = self.handle.resolve(&request_id, &resolution, &reason)?;
+        Ok(crate::convert::to_value("resolution", &recorded)?.to_string())
+    }
+
     /// The events of `turn_id` in seq order (JSON list of `TurnPermissionAuditEvent`).
     pub fn replay(&self, turn_id: String) -> Result<String> {
         Ok(self.handle.replay(&turn_id)?.to_string())

@@ -911,6 +911,67 @@ done:
   free(inside_db);
 }
 
+/* An in-memory store; durability names; a deferred write waited for, answered through the
+ * store, resumed with the recorded decision (NULL) once. */
+static void test_memory_and_wait(const Fixture *fx) {
+  TgStore *bad = NULL, *mem = NULL;
+  TgStatus st = tg_store_open_durable(fx->db, "fsync", &bad);
+  CHECK(st == TG_STATUS_INVALID && bad == NULL && contains(tg_last_error_message(), "fsync"),
+        "durability fsync: status %d, %s", st, tg_last_error_message());
+  st = tg_store_open_durable(":memory:", "power", &bad);
+  CHECK(st == TG_STATUS_INVALID && bad == NULL, "a power-durable memory store was opened");
+  TgApprover *defer = NULL;
+  TgGate *gate = NULL;
+  if (!ok(tg_store_memory(&mem), "tg_store_memory") ||
+      !ok(tg_approver_builtin("defer_all", &defer), "tg_approver_builtin") ||
+      !ok(tg_gate_new("turn-wait", fx->snap_supervised, mem, defer, &gate), "tg_gate_new")) {
+    tg_approver_free(defer);
+    tg_store_free(mem);
+    return;
+  }
+  char *path = NULL;
+  if (ok(tg_store_path(mem, &path), "tg_store_path"))
+    CHECK(same(path, ":memory:"), "memory store path: %s", path);
+  tg_string_free(path);
+  char *out = authorize(gate, "file_write", "notes.txt");
+  char *id = jstr2(out, "request", "id");
+  CHECK(id != NULL, "expected a deferred write, got %s", show(out));
+  tg_string_free(out);
+  if (id) {
+    char *waited = NULL, *res = NULL, *auth = NULL;
+    if (ok(tg_store_wait_resolved_json(mem, id, 10, &waited), "tg_store_wait_resolved_json")) {
+      char *r = jstr2(waited, "resolution", "resolution");
+      CHECK(r == NULL, "a pending request came back resolved as %s", r);
+      tg_string_free(r);
+    }
+    tg_string_free(waited);
+    waited = NULL;
+    st = tg_gate_resume_json(gate, id, NULL, &auth);
+    CHECK(st == TG_STATUS_APPROVAL && auth == NULL, "a pending request resumed: %d", st);
+    if (ok(tg_store_resolve_json(mem, id, "allow_once", "person", &res), "tg_store_resolve_json") &&
+        ok(tg_store_wait_resolved_json(mem, id, -1, &waited), "tg_store_wait_resolved_json")) {
+      char *r = jstr2(waited, "resolution", "resolution");
+      CHECK(same(r, "allow_once"), "waited: %s", waited);
+      tg_string_free(r);
+    }
+    if (ok(tg_gate_resume_json(gate, id, NULL, &auth), "tg_gate_resume_json (recorded)")) {
+      char *outcome = jstr(auth, "outcome");
+      CHECK(same(outcome, "allowed"), "the recorded allow resumed as %s", show(auth));
+      tg_string_free(outcome);
+    }
+    tg_string_free(auth);
+    auth = NULL;
+    st = tg_gate_resume_json(gate, id, NULL, &auth);
+    CHECK(st != TG_STATUS_OK && auth == NULL, "a spent allow_once resumed twice");
+    tg_string_free(res);
+    tg_string_free(waited);
+    tg_string_free(id);
+  }
+  tg_gate_free(gate);
+  tg_approver_free(defer);
+  tg_store_free(mem);
+}
+
 static int run(const char *parent) {
   printf("turngate %s: the gate through the C ABI\n", tg_version());
   Fixture fx = {0};
@@ -986,6 +1047,7 @@ static int run(const char *parent) {
   tg_string_free(net);
 
   test_store(store);
+  test_memory_and_wait(&fx);
   test_review(base);
 
   tg_gate_free(supervised);

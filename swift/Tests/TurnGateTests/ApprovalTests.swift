@@ -71,6 +71,26 @@ final class ApprovalTests: XCTestCase {
         XCTAssertEqual(count, 1, "an allowed read reached the approver")
     }
 
+    func testAMemoryStoreWaitsForARecordedAnswerAndResumesWithItOnce() async throws {
+        XCTAssertThrowsError(try Store.open(path: dir.appendingPathComponent("x.db").path, durability: "fsync"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("x.db").path))
+        _ = try Store.open(path: dir.appendingPathComponent("power.db").path, durability: "power")
+        let store = try Store.memory()
+        let gate = try Gate(turnId: "w", snapshot: try snapshot(), store: store, approver: try .builtin(name: "defer_all"), broker: nil)
+        let auth = try await gate.authorize(invocation: Invocation("file_write", workspace + "/n.txt"))
+        guard case let .deferred(request, _, _) = auth else { return XCTFail("expected deferred, got \(auth)") }
+        let id = try XCTUnwrap(try JSON.parse(request)["id"]?.string)
+        let pending = try JSON.parse(try await store.waitResolved(requestId: id, timeoutMs: 10))
+        XCTAssertNil(pending["resolution"]?["resolution"]?.string, pending.text)
+        XCTAssertThrowsError(try gate.resume(requestId: id, decision: nil), "a pending request resumed")
+        let recorded = try JSON.parse(try store.resolve(requestId: id, resolution: "allow_once", reason: "person"))
+        XCTAssertEqual(recorded["applied"], .bool(true), recorded.text)
+        let resolved = try JSON.parse(try await gate.waitResolved(requestId: id, timeoutMs: nil))
+        XCTAssertEqual(resolved["resolution"]?["resolution"]?.string, "allow_once", resolved.text)
+        guard case .allowed = try gate.resume(requestId: id, decision: nil) else { return XCTFail("the recorded allow was not allowed") }
+        XCTAssertThrowsError(try gate.resume(requestId: id, decision: nil), "a spent allow_once resumed twice")
+    }
+
     func testAThrowingApproverIsADenialWithTheReason() async throws {
         struct ReviewerOut: Error, CustomStringConvertible {
             var description: String { "the reviewer is out" }
