@@ -30,7 +30,7 @@ fn gate(dir: &Path, mode: &str, approver: &str) -> Arc<Gate> {
         None,
     )
     .unwrap();
-    let store = Store::open(dir.join("audit.db").to_string_lossy().into_owned()).unwrap();
+    let store = Store::open(dir.join("audit.db").to_string_lossy().into_owned(), None).unwrap();
     let approver = GateApprover::builtin(approver.to_owned()).unwrap();
     Gate::new("t".to_owned(), snapshot, store, approver, None).unwrap()
 }
@@ -148,7 +148,7 @@ async fn a_reviewed_spawn_carries_its_change_set_and_the_store_applies_it_once()
     );
     assert!(!ws.join("a.txt").exists() && ws.join("b.txt").exists());
 
-    let store = Store::open(dir.join("audit.db").to_string_lossy().into_owned()).unwrap();
+    let store = Store::open(dir.join("audit.db").to_string_lossy().into_owned(), None).unwrap();
     let shown: serde_json::Value =
         serde_json::from_str(&store.change_set(set.id.clone()).unwrap()).unwrap();
     assert_eq!(shown["changes"].as_array().unwrap().len(), 2);

@@ -554,9 +554,8 @@ impl Gate {
         let mut profile = self.profile.lock().unwrap_or_else(|e| e.into_inner());
         match std::mem::replace(&mut *profile, Profile::Recorded) {
             Profile::Recorded => Ok(()),
-            Profile::Pending(pending) => pending.wait().map(drop).map_err(|e| {
+            Profile::Pending(pending) => pending.wait().map(drop).inspect_err(|e| {
                 *profile = Profile::Failed(e.to_string());
-                e
             }),
             Profile::Failed(message) => {
                 *profile = Profile::Failed(message.clone());
