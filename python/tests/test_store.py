@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,12 +22,17 @@ PLATFORM = {
 }
 
 
-def snapshot(ws: Path) -> dict:
+def snapshot(ws: Path) -> dict[str, Any]:
     (ws / "a.txt").write_text("x")
     return turngate.resolve(
         {"mode": "supervised", "source": "composer"},
         {"workspace_root": str(ws), "execution_backend": "native", "platform": PLATFORM},
     )
+
+
+def deferred_id(auth: turngate.Authorization) -> str:
+    assert auth["outcome"] == "deferred", auth
+    return str(auth["request"]["id"])
 
 
 def test_memory_store_records_like_a_file_store_and_writes_nothing(tmp_path: Path) -> None:
@@ -75,7 +81,7 @@ def test_wait_resolved_sees_another_connections_answer_and_resume_acts_on_it_onc
     with pytest.raises(turngate.ApprovalError):
         gate.resume(request_id)
 
-    async def answer_later() -> dict:
+    async def answer_later() -> dict[str, Any]:
         waiting = asyncio.ensure_future(gate.wait_resolved(request_id))
         await asyncio.sleep(0.03)
         assert not waiting.done()
@@ -97,7 +103,7 @@ def test_wait_resolved_sees_another_connections_answer_and_resume_acts_on_it_onc
 def test_a_recorded_deny_resumes_as_the_denial(tmp_path: Path) -> None:
     store = turngate.Store.memory()
     gate = turngate.Gate("wait-2", snapshot(tmp_path), store, "defer_all")
-    request_id = gate.authorize_blocking("file_write", "a.txt")["request"]["id"]
+    request_id = deferred_id(gate.authorize_blocking("file_write", "a.txt"))
     store.resolve(request_id, "deny", "not today")
     assert store.wait_resolved_blocking(request_id)["resolution"]["resolution"] == "deny"
     assert gate.resume(request_id)["outcome"] == "denied"
@@ -106,7 +112,7 @@ def test_a_recorded_deny_resumes_as_the_denial(tmp_path: Path) -> None:
 def test_a_cancelled_wait_stops(tmp_path: Path) -> None:
     store = turngate.Store.memory()
     gate = turngate.Gate("wait-3", snapshot(tmp_path), store, "defer_all")
-    request_id = gate.authorize_blocking("file_write", "a.txt")["request"]["id"]
+    request_id = deferred_id(gate.authorize_blocking("file_write", "a.txt"))
 
     async def cancel() -> None:
         waiting = asyncio.ensure_future(store.wait_resolved(request_id))
@@ -116,4 +122,5 @@ def test_a_cancelled_wait_stops(tmp_path: Path) -> None:
             await waiting
 
     asyncio.run(cancel())
-    assert store.approval(request_id).get("resolution") is None
+    stored = store.approval(request_id)
+    assert stored is not None and stored.get("resolution") is None
