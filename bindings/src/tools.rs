@@ -19,7 +19,8 @@ use turngate::ActionKind;
 use turngate::gate::{
     Authorization, Continuation, SpawnOptions, SpawnResult, ToolInvocation, deferral_tool_result,
 };
-use turngate::sandbox::{OutputSink, RunError};
+use turngate::sandbox::RunError;
+pub use turngate::sandbox::{OutputSink, OutputStream};
 
 use crate::TurnGateError;
 use crate::approver::DecisionRecord;
@@ -150,11 +151,11 @@ pub struct ShellOptionsRecord {
     pub cwd: Option<String>,
 }
 
-/// What [`GateHandle::fetch_begin`] decided.
+/// What [`GateHandle::fetch_begin`] (and [`GateHandle::call_tool`]) decided.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "step", rename_all = "snake_case")]
-pub enum FetchStep {
-    /// Not allowed (denied, deferred, or refused): this is the outcome.
+pub enum ToolStep {
+    /// The call's outcome (for `fetch_url`: not allowed, so no connection).
     Done(ToolOutcomeRecord),
     /// Allowed: connect to one of `addrs` only.
     Connect(FetchPlan),
@@ -478,7 +479,7 @@ impl GateHandle {
         &self,
         url: &str,
         call: &ToolCallRecord,
-    ) -> Result<FetchStep, TurnGateError> {
+    ) -> Result<ToolStep, TurnGateError> {
         let kind = ActionKind::Network;
         let inv = file_call(kind, url, call, "fetch_url");
         let parsed = match url::Url::parse(url) {
@@ -489,7 +490,7 @@ impl GateHandle {
                     reason: "fetch_url takes an absolute http or https URL".to_owned(),
                     verdict: None,
                 };
-                return Ok(FetchStep::Done(outcome(
+                return Ok(ToolStep::Done(outcome(
                     kind,
                     url,
                     "denied",
@@ -500,12 +501,12 @@ impl GateHandle {
         let approval = continuation(call)?;
         let auth = self.gate.authorize_tool(&inv, approval.as_ref()).await?;
         if let Err(o) = not_run(kind, Some(url), auth, String::new)? {
-            return Ok(FetchStep::Done(o));
+            return Ok(ToolStep::Done(o));
         }
         let addrs = match self.gate.resolve_allowed(&inv, url)? {
             Ok(addrs) => addrs,
             Err(d) => {
-                return Ok(FetchStep::Done(outcome(
+                return Ok(ToolStep::Done(outcome(
                     kind,
                     url,
                     "denied",
@@ -524,7 +525,7 @@ impl GateHandle {
             path.push('?');
             path.push_str(q);
         }
-        Ok(FetchStep::Connect(FetchPlan {
+        Ok(ToolStep::Connect(FetchPlan {
             url: url.to_owned(),
             scheme: parsed.scheme().to_owned(),
             port: parsed.port_or_known_default().unwrap_or(0),
@@ -620,6 +621,161 @@ pub fn fetch_done(
 /// `fetch_url`, second half, when the connection or the exchange failed.
 pub fn fetch_failed(url: &str, error: &str) -> ToolOutcomeRecord {
     failed(ActionKind::Network, url, "fetch_url", error)
+}
+
+/// The arguments of any guarded tool, by name, as a binding passes them (its keyword
+/// arguments, or an options object): an unknown one is refused, naming it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolArgs {
+    path: Option<String>,
+    content: Option<String>,
+    old: Option<String>,
+    new: Option<String>,
+    command: Option<String>,
+    url: Option<String>,
+    max_bytes: Option<u64>,
+    env: Option<std::collections::BTreeMap<String, String>>,
+    timeout_ms: Option<u64>,
+    stdin: Option<String>,
+    cwd: Option<String>,
+    // fetch_url's request, sent by the binding's HTTP half (not part of the decision: the
+    // network action is the host and port).
+    method: Option<String>,
+    #[serde(rename = "headers")]
+    _headers: Option<Value>,
+    #[serde(rename = "body")]
+    _body: Option<Value>,
+    item_id: Option<String>,
+    tool: Option<String>,
+    approval: Option<ApprovalRecord>,
+}
+
+fn required(value: Option<String>, tool: &str, name: &str) -> Result<String, TurnGateError> {
+    value.ok_or_else(|| TurnGateError::invalid(tool, format!("`{name}` is required")))
+}
+
+impl GateHandle {
+    /// Call the guarded tool `name` (`read_file`, `write_file`, `edit_file`, `run_shell`,
+    /// `fetch_url`) with `args` (its arguments by name, plus `item_id`, `tool`, `approval`).
+    /// `data` is the call's bytes when they are not text: `write_file`'s content or
+    /// `run_shell`'s stdin. For `fetch_url` an allowed call is [`ToolStep::Connect`]: the
+    /// binding connects to those addresses and finishes with [`fetch_done`].
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        args: Value,
+        data: Option<Vec<u8>>,
+        on_output: Option<OutputSink>,
+    ) -> Result<ToolStep, TurnGateError> {
+        let a: ToolArgs =
+            serde_json::from_value(args).map_err(|e| TurnGateError::invalid(name, e))?;
+        let call = ToolCallRecord {
+            item_id: a.item_id,
+            tool: a.tool,
+            approval: a.approval,
+        };
+        let done = match name {
+            "read_file" => {
+                let path = required(a.path, name, "path")?;
+                self.read_file(&path, &call, a.max_bytes).await?
+            }
+            "write_file" => {
+                let path = required(a.path, name, "path")?;
+                let content = match (data, a.content) {
+                    (Some(bytes), None) => bytes,
+                    (None, Some(text)) => text.into_bytes(),
+                    _ => {
+                        return Err(TurnGateError::invalid(
+                            name,
+                            "`content` (text or bytes) is required",
+                        ));
+                    }
+                };
+                self.write_file(&path, &content, &call).await?
+            }
+            "edit_file" => {
+                let path = required(a.path, name, "path")?;
+                let old = required(a.old, name, "old")?;
+                let new = required(a.new, name, "new")?;
+                self.edit_file(&path, &old, &new, &call).await?
+            }
+            "run_shell" => {
+                let command = required(a.command, name, "command")?;
+                let opts = ShellOptionsRecord {
+                    env: a.env.unwrap_or_default().into_iter().collect(),
+                    timeout_ms: a.timeout_ms,
+                    stdin: data.or(a.stdin.map(String::into_bytes)),
+                    cwd: a.cwd,
+                };
+                self.run_shell(&command, &opts, &call, on_output).await?
+            }
+            "fetch_url" => {
+                let url = required(a.url, name, "url")?;
+                if let Some(m) = &a.method {
+                    if m.is_empty() || !m.bytes().all(|b| b.is_ascii_alphabetic()) {
+                        return Err(TurnGateError::invalid(name, format!("bad method `{m}`")));
+                    }
+                }
+                return self.fetch_begin(&url, &call).await;
+            }
+            other => {
+                return Err(TurnGateError::invalid(
+                    "tool",
+                    format!("unknown guarded tool `{other}`"),
+                ));
+            }
+        };
+        Ok(ToolStep::Done(done))
+    }
+}
+
+/// The default durable store of a one-line turn: the CLI's, `$XDG_STATE_HOME/turngate/audit.db`,
+/// else `~/.local/state/turngate/audit.db`.
+pub fn default_store_path() -> Result<String, TurnGateError> {
+    let base =
+        match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+            Some(dir) => std::path::PathBuf::from(dir),
+            None => {
+                let home = std::env::var_os("HOME").filter(|v| !v.is_empty()).ok_or_else(|| {
+                TurnGateError::invalid(
+                    "store",
+                    "no default store: neither XDG_STATE_HOME nor HOME is set; pass a store",
+                )
+            })?;
+                std::path::PathBuf::from(home).join(".local").join("state")
+            }
+        };
+    let dir = base.join("turngate");
+    std::fs::create_dir_all(&dir).map_err(|e| TurnGateError::Store {
+        message: format!(
+            "cannot create the default store's directory {}: {e}",
+            dir.display()
+        ),
+    })?;
+    Ok(dir.join("audit.db").to_string_lossy().into_owned())
+}
+
+/// The snapshot of a one-line turn: `mode` over `workspace` (canonicalized) on this platform
+/// (probed), with `policy` (a `Policy` document) as the selection's policy.
+pub fn turn_snapshot(
+    workspace: &str,
+    mode: &str,
+    policy: Option<Value>,
+) -> Result<Value, TurnGateError> {
+    let root = std::fs::canonicalize(workspace)
+        .map_err(|e| TurnGateError::invalid("workspace", format!("{workspace}: {e}")))?;
+    let platform = to_value("platform", &turngate::probe::probe_platform())?;
+    let mut selection = serde_json::json!({ "mode": mode });
+    if let Some(policy) = policy {
+        selection["policy"] = policy;
+    }
+    let context = serde_json::json!({
+        "workspace_root": root,
+        "execution_backend": "native",
+        "platform": platform,
+    });
+    crate::snapshot::resolve(Some(selection), context, None)
 }
 
 #[cfg(test)]

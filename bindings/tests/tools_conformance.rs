@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use turngate_ffi::tools::{
-    ApprovalRecord, FetchStep, ShellOptionsRecord, ToolCallRecord, ToolOutcomeRecord,
+    ApprovalRecord, ShellOptionsRecord, ToolCallRecord, ToolOutcomeRecord, ToolStep,
 };
 use turngate_ffi::{ApproverHandle, GateHandle, StoreHandle, snapshot};
 
@@ -91,8 +91,8 @@ async fn call(
             gate.run_shell(&s("command"), &opts, &c, None).await
         }
         "fetch_url" => match gate.fetch_begin(&s("url"), &c).await {
-            Ok(FetchStep::Done(o)) => Ok(o),
-            Ok(FetchStep::Connect(plan)) => {
+            Ok(ToolStep::Done(o)) => Ok(o),
+            Ok(ToolStep::Connect(plan)) => {
                 return Err(format!("vectors hold no live fetch, got {plan:?}"));
             }
             Err(e) => Err(e),
