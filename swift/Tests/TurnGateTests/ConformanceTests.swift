@@ -11,7 +11,9 @@ let repoRoot = URL(fileURLWithPath: #filePath)
 let conformanceDir = repoRoot.appendingPathComponent("tests/conformance")
 
 /// Suites on disk this runner does not run, each with the reason.
-let notRunHere: [String: String] = [:]
+let notRunHere: [String: String] = [
+    "tools": "the guarded tools (issue 19) are in the facade, Python and Node; the UniFFI layer does not export them yet",
+]
 
 struct VectorFile {
     let name: String
