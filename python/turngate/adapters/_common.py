@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Optional, Union
 
-from .._turngate import Decision, scope_from_action, scope_hash
+from .._turngate import ApprovalError, Decision, scope_from_action, scope_hash
 
 if TYPE_CHECKING:
     from .._guard import Gate
@@ -243,24 +243,36 @@ async def authorize_own(
             decision = Decision.deny("denied by the person")
         else:
             decision = Decision.approve()
-        auth = gate.resume(request_id, decision)
+        try:
+            auth = gate.resume(request_id, decision)
+        except ApprovalError as err:
+            # An unknown, spent or already answered request: nothing ran, nothing runs.
+            return _refused(gate, kind, target, tool, str(err))
         if auth["outcome"] == "allowed" and name == "allow_for_turn":
             gate.grant_for_turn(scope_hash(scope_from_action(auth["kind"], auth["target"], tool)))
     if auth["outcome"] != "allowed":
         return auth
     expected = gate.evaluate(kind, target, tool)["target"]
     if auth["kind"] != kind or auth["target"] != expected:
-        reason = (
+        return _refused(
+            gate,
+            kind,
+            target,
+            tool,
             f"the approval covers {auth['kind']} `{auth['target']}`, not this call's "
-            f"{kind} `{expected}`; {tool} did not run"
+            f"{kind} `{expected}`; {tool} did not run",
         )
-        return {
-            "outcome": "denied",
-            "kind": kind,
-            "target": expected,
-            "tool": tool,
-            "reason": reason,
-            "verdict": None,
-            "tool_result": refusal_text(kind, expected, reason),
-        }
     return auth
+
+
+def _refused(gate: "Gate", kind: str, target: str, tool: str, reason: str) -> "Authorization":
+    resolved = gate.evaluate(kind, target, tool)["target"]
+    return {
+        "outcome": "denied",
+        "kind": kind,
+        "target": resolved,
+        "tool": tool,
+        "reason": reason,
+        "verdict": None,
+        "tool_result": refusal_text(kind, resolved, reason),
+    }
