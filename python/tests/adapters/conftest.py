@@ -54,11 +54,3 @@ def anyio_backend() -> str:
     # The async tests run on asyncio (anyio's pytest plugin, installed with the frameworks).
     return "asyncio"
 
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "adapters" in item.nodeid and getattr(item, "obj", None) is not None:
-            import inspect
-
-            if inspect.iscoroutinefunction(item.obj):
-                item.add_marker(pytest.mark.anyio)

@@ -34,6 +34,8 @@ from turngate.adapters.pydantic_ai import (
     results,
 )
 
+pytestmark = pytest.mark.anyio
+
 
 def scripted(*steps: list[ToolCallPart]) -> FunctionModel:
     """A model that makes the calls of ``steps`` one response at a time, then answers with
