@@ -53,7 +53,7 @@ def graph(steps: Iterable[list[dict[str, Any]]], toolset: list[BaseTool], saver:
 
 def tool_results(state: dict[str, Any]) -> dict[str, str]:
     return {
-        m.tool_call_id: m.content for m in state["messages"] if isinstance(m, ToolMessage)
+        m.tool_call_id: str(m.content) for m in state["messages"] if isinstance(m, ToolMessage)
     }
 
 

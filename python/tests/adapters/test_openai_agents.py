@@ -12,12 +12,24 @@ import pytest
 
 pytest.importorskip("agents")
 
-from agents import Agent, FunctionTool, ModelBehaviorError, RunConfig, Runner, RunState, function_tool
+from agents import (
+    Agent,
+    FunctionTool,
+    ModelBehaviorError,
+    RunConfig,
+    Runner,
+    RunState,
+    function_tool,
+    set_tracing_disabled,
+)
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from turngate.adapters.openai_agents import TurngateTools
 
 pytestmark = pytest.mark.anyio
+
+# Offline: no trace export.
+set_tracing_disabled(True)
 
 
 def outputs(result: Any) -> dict[str, str]:
@@ -27,6 +39,11 @@ def outputs(result: Any) -> dict[str, str]:
         for i in result.to_input_list()
         if isinstance(i, dict) and i.get("type") == "function_call_output"
     }
+
+
+def call_id(item: Any) -> str:
+    """The call id of an interruption (a ToolApprovalItem of a function call)."""
+    return str(getattr(item.raw_item, "call_id"))
 
 
 def own_tools(ran: list[tuple[str, str]]) -> list[FunctionTool]:
@@ -96,7 +113,7 @@ async def test_own_tool_ask_interrupts_and_approve_resumes(turn: Any) -> None:
     )
     first = await Runner.run(a, "go")
     [item] = first.interruptions
-    assert item.raw_item.call_id == "c-ask"
+    assert call_id(item) == "c-ask"
     assert ran == []
     assert turn.rows("c-ask") == [("approval_requested", "ask")]
     state = first.to_state()
@@ -266,7 +283,7 @@ async def test_guarded_tools_allow_deny_and_ask(turn: Any) -> None:
         tg.tools(),
     )
     first = await Runner.run(a, "go")
-    assert [i.raw_item.call_id for i in first.interruptions] == ["s1"]
+    assert [call_id(i) for i in first.interruptions] == ["s1"]
     state = first.to_state()
     state.approve(first.interruptions[0])
     second = await Runner.run(a, state)

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Mapping, Optional, Union
 
-from .._turngate import ApprovalError, Decision, scope_from_action, scope_hash
+from .._turngate import ApprovalError, Decision, TurnGateError, scope_from_action, scope_hash
 
 if TYPE_CHECKING:
     from .._guard import Gate
@@ -174,6 +174,31 @@ async def call_tool(
             "kind": spec.kind,
             "target": "",
         }
+    try:
+        return dict(await _perform(gate, name, a, item_id=item_id, approval=approval))
+    except TurnGateError as err:
+        # Refused by turngate (an approval of another call, spent, unknown; a sandbox that is
+        # not there): the text goes to the model like a denial's.
+        return {
+            "outcome": "denied",
+            "tool_result": refusal_text(spec.kind, str(args.get(_first(spec), "?")), str(err)),
+            "kind": spec.kind,
+            "target": "",
+        }
+
+
+def _first(spec: ToolSpec) -> str:
+    return next(iter(spec.required))
+
+
+async def _perform(
+    gate: "Gate",
+    name: str,
+    a: Mapping[str, Any],
+    *,
+    item_id: Optional[str],
+    approval: Optional[Mapping[str, Any]],
+) -> Any:
     common: dict[str, Any] = {"item_id": item_id, "tool": name, "approval": approval}
     outcome: Any
     if name == "read_file":
@@ -198,7 +223,7 @@ async def call_tool(
             timeout_ms=a.get("timeout_ms"),
             **common,
         )
-    return dict(outcome)
+    return outcome
 
 
 def _text(value: Any) -> str:

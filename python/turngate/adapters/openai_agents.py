@@ -247,7 +247,8 @@ class TurngateTools:
             auth = self.gate.resume(request_id, Decision.deny("rejected by the person"))
         except ApprovalError as err:
             return refusal_text("unknown", args.tool_name, str(err))
-        return auth.get("tool_result") or args.default_message
+        text = auth.get("tool_result")
+        return text if isinstance(text, str) and text else args.default_message
 
     def mcp_approval(
         self, *, kind: str = "mcp_write_or_unknown"

@@ -20,7 +20,7 @@ importing this module does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, NoReturn, Optional
 
 from pydantic_ai import ApprovalRequired, RunContext
 from pydantic_ai.tools import (
@@ -60,7 +60,7 @@ def _resumed(ctx: RunContext[Any], asked: Mapping[str, str]) -> tuple[Optional[s
     )
 
 
-def _defer(ctx: RunContext[Any], asked: dict[str, str], request: dict[str, Any]) -> Any:
+def _defer(ctx: RunContext[Any], asked: dict[str, str], request: dict[str, Any]) -> NoReturn:
     if ctx.tool_call_id:
         asked[ctx.tool_call_id] = request["id"]
     raise ApprovalRequired(metadata={REQUEST_ID: request["id"], REQUEST: request})
@@ -105,7 +105,7 @@ class TurngateToolset(FunctionToolset[Any]):
                 self.gate, name, args, item_id=ctx.tool_call_id, approval=approval
             )
             if outcome["outcome"] == "deferred":
-                return _defer(ctx, self._asked, outcome["request"])
+                _defer(ctx, self._asked, outcome["request"])
             return str(outcome["tool_result"])
 
         return Tool.from_schema(run, name, spec.description, spec.json_schema(), takes_ctx=True)
@@ -150,7 +150,7 @@ class GuardedToolset(WrapperToolset[Any]):
             answer=answer,
         )
         if auth["outcome"] == "deferred":
-            return _defer(ctx, self._asked, auth["request"])
+            _defer(ctx, self._asked, auth["request"])
         if auth["outcome"] == "denied":
             return auth["tool_result"]
         return await super().call_tool(name, tool_args, ctx, tool)
