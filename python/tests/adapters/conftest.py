@@ -28,6 +28,10 @@ class Turn:
         self.turn_id = "turn-1"
         self.gate = turngate.Gate(self.turn_id, self.snapshot, self.store, "defer_all")
 
+    def reopen(self) -> turngate.Gate:
+        """A new gate of the same turn over the same store: what another process has."""
+        return turngate.Gate(self.turn_id, self.snapshot, self.store, "defer_all")
+
     def audit(self) -> list[dict[str, Any]]:
         return self.store.replay(self.turn_id)
 

@@ -82,12 +82,13 @@ def own_tools(ran: list[tuple[str, str]]) -> list[BaseTool]:
     return [save_note, read_secret, deploy]
 
 
-def guarded(turn: Any, ran: list[tuple[str, str]]) -> list[BaseTool]:
+def guarded(turn: Any, ran: list[tuple[str, str]], gate: Any = None) -> list[BaseTool]:
+    gate = gate if gate is not None else turn.gate
     note, secret, dep = own_tools(ran)
     return [
-        guard(turn.gate, note, kind="file_write", target="path"),
-        guard(turn.gate, secret, kind="file_read", target="path"),
-        guard(turn.gate, dep, kind="shell_command", target="command"),
+        guard(gate, note, kind="file_write", target="path"),
+        guard(gate, secret, kind="file_read", target="path"),
+        guard(gate, dep, kind="shell_command", target="command"),
     ]
 
 
@@ -157,8 +158,8 @@ async def test_a_bare_answer_in_a_fresh_process_is_refused(turn: Any) -> None:
     saver = InMemorySaver()
     steps = [[call("deploy", {"command": "make deploy"}, "c-ask")]]
     await graph(steps, guarded(turn, ran), saver).ainvoke({"messages": [("user", "go")]}, CONFIG)
-    # New tools (as in another process): they never deferred c-ask; True names no request.
-    fresh = graph(steps, guarded(turn, ran), saver)
+    # Another process's tools: they never deferred c-ask; True names no request.
+    fresh = graph(steps, guarded(turn, ran, turn.reopen()), saver)
     state = await fresh.ainvoke(Command(resume=True), CONFIG)
     assert ran == []
     assert "names no request" in tool_results(state)["c-ask"]
@@ -170,7 +171,7 @@ async def test_a_fresh_process_resumes_with_the_request_id(turn: Any) -> None:
     steps = [[call("deploy", {"command": "make deploy"}, "c-ask")]]
     paused = await graph(steps, guarded(turn, ran), saver).ainvoke({"messages": [("user", "go")]}, CONFIG)
     rid = paused["__interrupt__"][0].value["request_id"]
-    fresh = graph(steps, guarded(turn, ran), saver)
+    fresh = graph(steps, guarded(turn, ran, turn.reopen()), saver)
     state = await fresh.ainvoke(Command(resume=approval(rid, "allow_once")), CONFIG)
     assert ran == [("deploy", "make deploy")]
     assert tool_results(state)["c-ask"] == "deployed with make deploy"
@@ -187,7 +188,7 @@ async def test_a_second_resume_from_the_paused_checkpoint_is_refused(turn: Any) 
     await g.ainvoke(Command(resume=answer), CONFIG)
     assert ran == [("deploy", "make deploy")]
     # Time travel: the same answer replayed from the paused checkpoint, in a fresh process.
-    replay = graph(steps, guarded(turn, ran), saver)
+    replay = graph(steps, guarded(turn, ran, turn.reopen()), saver)
     state = await replay.ainvoke(Command(resume=answer), at_pause)
     assert ran == [("deploy", "make deploy")]
     assert "already_used" in tool_results(state)["c-ask"]
@@ -247,3 +248,42 @@ async def test_guarded_tool_ask_denied(turn: Any) -> None:
     state = await g.ainvoke(Command(resume="deny"), CONFIG)
     assert not marker.exists()
     assert tool_results(state)["s1"].startswith("Permission denied by turngate")
+
+
+async def test_two_asks_in_one_step_are_answered_one_after_the_other(turn: Any) -> None:
+    ran: list[tuple[str, str]] = []
+    g = graph(
+        [[call("deploy", {"command": "make a"}, "c-a"), call("deploy", {"command": "make b"}, "c-b")]],
+        guarded(turn, ran),
+    )
+    answers = {"c-a": True, "c-b": "deny"}
+    state = await g.ainvoke({"messages": [("user", "go")]}, CONFIG)
+    seen = []
+    while state.get("__interrupt__"):
+        resume = {}
+        for i in state["__interrupt__"]:
+            seen.append(i.value["tool_call_id"])
+            resume[i.id] = answers[i.value["tool_call_id"]]
+        state = await g.ainvoke(Command(resume=resume), CONFIG)
+    out = tool_results(state)
+    assert sorted(seen) == ["c-a", "c-b"]
+    assert ran == [("deploy", "make a")]
+    assert out["c-a"] == "deployed with make a"
+    assert out["c-b"].startswith("Permission denied by turngate")
+    # Each call was asked once, however often the node re-ran.
+    assert [e["kind"] for e in turn.audit()].count("approval_requested") == 2
+
+
+async def test_an_allowed_call_beside_an_ask_is_not_run_again_on_resume(turn: Any) -> None:
+    ran: list[tuple[str, str]] = []
+    note = str(turn.workspace / "NOTES.md")
+    g = graph(
+        [[call("save_note", {"path": note, "text": "x"}, "c-note"), call("deploy", {"command": "make"}, "c-ask")]],
+        guarded(turn, ran),
+    )
+    await g.ainvoke({"messages": [("user", "go")]}, CONFIG)
+    state = await g.ainvoke(Command(resume=True), CONFIG)
+    # The node re-ran for the resume; the note was saved (and audited) once.
+    assert ran == [("save_note", note), ("deploy", "make")]
+    assert turn.rows("c-note") == [("decision_allowed", "allow")]
+    assert tool_results(state)["c-note"] == f"saved {note}"

@@ -23,7 +23,9 @@ importing this module does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Iterable, Mapping, Optional
+import asyncio
+import weakref
+from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Iterable, Mapping, Optional
 
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.types import interrupt
@@ -64,12 +66,48 @@ def payload(request: Mapping[str, Any], tool_call_id: str, tool: str) -> dict[st
 
 
 class _Pauses:
-    """The requests this set of tools deferred, by tool-call id, and the pause for each."""
+    """The calls of one gate's tools: the request each deferred and the result each gave, by
+    tool-call id, and the lock that runs them one at a time.
+
+    LangGraph re-runs a resumed node from its start and hands resume values to the node's
+    ``interrupt()`` calls by their order, so every call is run in the order the node starts
+    them (the lock), a call that already gave its result gives it again without touching the
+    gate (an allowed write is not written twice), and a call that was paused still takes its
+    place in the order (its ``interrupt()`` is called again) so the answers of the others are
+    not shifted onto it."""
 
     def __init__(self) -> None:
         self._asked: dict[str, dict[str, Any]] = {}
+        self._done: dict[str, Any] = {}
+        self._lock = asyncio.Lock()
 
-    def answer(self, tool_call_id: str) -> Optional[dict[str, Any]]:
+    async def run(
+        self,
+        tool_call_id: str,
+        tool: str,
+        fresh: Callable[[], Awaitable[tuple[Any, Optional[Mapping[str, Any]]]]],
+        resumed: Callable[[dict[str, Any]], Awaitable[Any]],
+        refused: Callable[[], Any],
+    ) -> Any:
+        """One call: ``fresh()`` asks the gate (its result, and the request when deferred);
+        ``resumed(approval)`` continues the deferred request with the person's answer."""
+        async with self._lock:
+            if tool_call_id in self._done:
+                if tool_call_id in self._asked:
+                    interrupt(self._asked[tool_call_id])
+                return self._done[tool_call_id]
+            approval = self._answer(tool_call_id)
+            if approval is None:
+                result, request = await fresh()
+                if request is None:
+                    self._done[tool_call_id] = result
+                    return result
+                approval = self._pause(request, tool_call_id, tool)
+            result = refused() if approval["request_id"] is None else await resumed(approval)
+            self._done[tool_call_id] = result
+            return result
+
+    def _answer(self, tool_call_id: str) -> Optional[dict[str, Any]]:
         """The ``approval=`` for a call this process already deferred: ``interrupt()`` returns
         the resume value (the node is being re-run). None for a call never deferred here."""
         asked = self._asked.get(tool_call_id)
@@ -77,7 +115,7 @@ class _Pauses:
             return None
         return self._approval(interrupt(asked), asked["request_id"])
 
-    def pause(self, request: Mapping[str, Any], tool_call_id: str, tool: str) -> dict[str, Any]:
+    def _pause(self, request: Mapping[str, Any], tool_call_id: str, tool: str) -> dict[str, Any]:
         """Defer: ``interrupt()`` with the request. Returns the ``approval=`` from the resume
         value when LangGraph already has one (a resume in another process)."""
         shown = payload(request, tool_call_id, tool)
@@ -88,14 +126,25 @@ class _Pauses:
     def _approval(value: Any, known: Optional[str]) -> dict[str, Any]:
         if isinstance(value, Mapping):
             request_id = value.get("request_id")
-            decision: Answer = value.get("decision", "deny")
+            decision: Any = value.get("decision", "deny")
         else:
             request_id, decision = known, value
         if not isinstance(request_id, str) or (known is not None and request_id != known):
             # A bare answer with no request this process deferred, or an answer naming another
-            # call's request: refused below, nothing resumed.
+            # call's request: refused, nothing resumed.
             return {"request_id": None, "decision": "deny"}
         return _approval(request_id, decision if not isinstance(decision, Mapping) else "deny")
+
+
+_BY_GATE: "weakref.WeakKeyDictionary[Any, _Pauses]" = weakref.WeakKeyDictionary()
+
+
+def _pauses(gate: "Gate") -> _Pauses:
+    """The one ``_Pauses`` of ``gate``'s tools (every tool of a turn shares its order)."""
+    pauses = _BY_GATE.get(gate)
+    if pauses is None:
+        pauses = _BY_GATE[gate] = _Pauses()
+    return pauses
 
 
 def _schema(name: str) -> type[BaseModel]:
@@ -119,30 +168,36 @@ def _refused_answer(kind: str, tool: str) -> str:
 def tools(gate: "Gate", names: Iterable[str] = tuple(TOOLS)) -> list[BaseTool]:
     """The guarded tools (``read_file``, ``write_file``, ``edit_file``, ``run_shell``,
     ``fetch_url``, or those in ``names``), each performed by the gate's method of that name."""
-    pauses = _Pauses()
     out: list[BaseTool] = []
     for name in names:
         if name not in TOOLS:
             raise ValueError(f"no guarded tool named {name}; known: {', '.join(TOOLS)}")
-        out.append(_guarded_tool(gate, name, pauses))
+        out.append(_guarded_tool(gate, name))
     return out
 
 
-def _guarded_tool(gate: "Gate", name: str, pauses: _Pauses) -> BaseTool:
+def _guarded_tool(gate: "Gate", name: str) -> BaseTool:
     spec = TOOLS[name]
+    pauses = _pauses(gate)
 
     async def run(tool_call_id: str, **args: Any) -> str:
         args = {k: v for k, v in args.items() if v is not None}
-        approval = pauses.answer(tool_call_id)
-        if approval is None:
+
+        async def fresh() -> tuple[Any, Optional[Mapping[str, Any]]]:
             outcome = await call_tool(gate, name, args, item_id=tool_call_id)
-            if outcome["outcome"] != "deferred":
-                return str(outcome["tool_result"])
-            approval = pauses.pause(outcome["request"], tool_call_id, name)
-        if approval["request_id"] is None:
-            return _refused_answer(spec.kind, name)
-        outcome = await call_tool(gate, name, args, item_id=tool_call_id, approval=approval)
-        return str(outcome["tool_result"])
+            if outcome["outcome"] == "deferred":
+                return None, outcome["request"]
+            return str(outcome["tool_result"]), None
+
+        async def resumed(approval: dict[str, Any]) -> str:
+            outcome = await call_tool(gate, name, args, item_id=tool_call_id, approval=approval)
+            return str(outcome["tool_result"])
+
+        return str(
+            await pauses.run(
+                tool_call_id, name, fresh, resumed, lambda: _refused_answer(spec.kind, name)
+            )
+        )
 
     return StructuredTool(
         name=name, description=spec.description, args_schema=_schema(name), coroutine=run
@@ -153,7 +208,7 @@ def guard(gate: "Gate", tool: BaseTool, *, kind: str, target: str) -> BaseTool:
     """Your own LangChain ``tool`` behind the gate: each call is the action ``kind`` on the
     argument named ``target``. The tool runs with its arguments unchanged, and only when the
     gate allows exactly that action; an ask pauses the graph like the guarded tools'."""
-    pauses = _Pauses()
+    pauses = _pauses(gate)
     base = tool.args_schema if isinstance(tool.args_schema, type) else None
     if base is None or not issubclass(base, BaseModel) or target not in base.model_fields:
         raise ValueError(f"{tool.name} has no argument {target!r} to guard")
@@ -168,14 +223,19 @@ def guard(gate: "Gate", tool: BaseTool, *, kind: str, target: str) -> BaseTool:
         value = target_of(args, target)
         if value is None:
             return refusal_text(kind, name, f"{name} has no target argument {target!r}")
-        approval = pauses.answer(tool_call_id)
-        if approval is None:
+
+        async def decided(auth: Any) -> Any:
+            if auth["outcome"] != "allowed":
+                return auth["tool_result"]
+            return await tool.ainvoke(args)
+
+        async def fresh() -> tuple[Any, Optional[Mapping[str, Any]]]:
             auth = await authorize_own(gate, kind, value, tool=name, item_id=tool_call_id)
             if auth["outcome"] == "deferred":
-                approval = pauses.pause(auth["request"], tool_call_id, name)
-        if approval is not None:
-            if approval["request_id"] is None:
-                return _refused_answer(kind, name)
+                return None, auth["request"]
+            return await decided(auth), None
+
+        async def resumed(approval: dict[str, Any]) -> Any:
             auth = await authorize_own(
                 gate,
                 kind,
@@ -185,9 +245,9 @@ def guard(gate: "Gate", tool: BaseTool, *, kind: str, target: str) -> BaseTool:
                 request_id=approval["request_id"],
                 answer=answer_name(approval["decision"]),
             )
-        if auth["outcome"] != "allowed":
-            return auth["tool_result"]
-        return await tool.ainvoke(args)
+            return await decided(auth)
+
+        return await pauses.run(tool_call_id, name, fresh, resumed, lambda: _refused_answer(kind, name))
 
     return StructuredTool(
         name=name, description=tool.description, args_schema=schema, coroutine=run
