@@ -320,3 +320,18 @@ async def test_guarded_tools_refuse_unknown_arguments(turn: Any) -> None:
     )
     result = await agent(model, TurngateToolset(turn.gate)).run("go")
     assert "unknown argument(s) follow_symlinks" in json.loads(result.output)["r1"]
+
+
+async def test_a_plain_pydantic_ai_approval_resumes_in_the_same_process(turn: Any) -> None:
+    ran: list[tuple[str, Any]] = []
+    toolset = guarded(turn, ran)
+    model = scripted([ToolCallPart("deploy", {"command": "make deploy"}, tool_call_id="call-ask")])
+    first = await agent(model, toolset).run("go")
+    assert isinstance(first.output, DeferredToolRequests)
+    # No turngate metadata passed back: the toolset remembers the request of call-ask.
+    second = await agent(model, toolset).run(
+        message_history=first.all_messages(),
+        deferred_tool_results=DeferredToolResults(approvals={"call-ask": True}),
+    )
+    assert ran == [("deploy", "make deploy")]
+    assert json.loads(second.output)["call-ask"] == "deployed with make deploy"

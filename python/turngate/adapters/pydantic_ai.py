@@ -11,7 +11,9 @@ Every call goes through the gate with pydantic-ai's tool-call id as ``item_id``:
   to be shown it). Build the person's answers with :func:`results` and run the agent again with
   ``message_history=result.all_messages(), deferred_tool_results=...``: the call continues the
   deferred request with that answer (``approval=``), re-checked by the gate, and is never asked
-  again. A deny answer is recorded by the gate and its text goes to the model.
+  again. A deny answer is recorded by the gate and its text goes to the model. (A plain
+  pydantic-ai denial, ``approvals={id: False}``, never calls the tool: the model gets
+  pydantic-ai's text and the gate's request stays pending; :func:`results` avoids that.)
 
 ``pip install 'turngate[pydantic-ai]'``. Importing :mod:`turngate` never imports pydantic-ai;
 importing this module does.
