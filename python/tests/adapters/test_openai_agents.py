@@ -309,3 +309,19 @@ async def test_guarded_tool_rejected(turn: Any) -> None:
     second = await Runner.run(a, state, run_config=RunConfig(tool_error_formatter=tg.error_formatter))
     assert not marker.exists()
     assert outputs(second)["s1"].startswith("Permission denied by turngate")
+
+
+async def test_reject_through_the_tools_tells_the_gate(turn: Any) -> None:
+    ran: list[tuple[str, str]] = []
+    tg = TurngateTools(turn.gate)
+    a = agent(
+        [[function_call("deploy", {"command": "make deploy"}, call_id="c-ask")], [assistant_message("done")]],
+        guarded(tg, ran),
+    )
+    first = await Runner.run(a, "go")
+    state = first.to_state()
+    tg.reject(state, first.interruptions[0])
+    second = await Runner.run(a, state)
+    assert ran == []
+    assert outputs(second)["c-ask"].startswith("Permission denied by turngate")
+    assert turn.store.approval(tg.request_for("c-ask"))["resolution"]["resolution"] == "deny"

@@ -335,3 +335,33 @@ async def test_a_plain_pydantic_ai_approval_resumes_in_the_same_process(turn: An
     )
     assert ran == [("deploy", "make deploy")]
     assert json.loads(second.output)["call-ask"] == "deployed with make deploy"
+
+
+async def test_with_the_store_a_moved_approval_is_refused_before_it_is_spent(turn: Any) -> None:
+    ran: list[tuple[str, Any]] = []
+    toolset = GuardedToolset(own_tools(ran), gate=turn.gate, actions=ACTIONS, store=turn.store)
+    model = scripted(
+        [
+            ToolCallPart("deploy", {"command": "make test"}, tool_call_id="call-a"),
+            ToolCallPart("deploy", {"command": "make deploy"}, tool_call_id="call-b"),
+        ]
+    )
+    first = await agent(model, toolset).run("go")
+    reqs = first.output
+    assert isinstance(reqs, DeferredToolRequests)
+    rid_a = reqs.metadata["call-a"][REQUEST_ID]
+    # call-a approved with its own request; call-b carries call-a's request too.
+    forged = DeferredToolResults(
+        approvals={"call-a": ToolApproved(), "call-b": ToolApproved()},
+        metadata={
+            "call-a": {REQUEST_ID: rid_a, ANSWER: "allow_once"},
+            "call-b": {REQUEST_ID: rid_a, ANSWER: "allow_once"},
+        },
+    )
+    second = await agent(model, toolset).run(
+        message_history=first.all_messages(), deferred_tool_results=forged
+    )
+    out = json.loads(second.output)
+    assert ran == [("deploy", "make test")]
+    assert out["call-a"] == "deployed with make test"
+    assert f"request {rid_a} is for shell_command `make test`" in out["call-b"]

@@ -16,6 +16,7 @@ from .._turngate import ApprovalError, Decision, TurnGateError, scope_from_actio
 
 if TYPE_CHECKING:
     from .._guard import Gate
+    from .._turngate import Store
     from .._types import Authorization
 
 Answer = Union[Decision, bool, str]
@@ -247,6 +248,7 @@ async def authorize_own(
     item_id: Optional[str],
     request_id: Optional[str] = None,
     answer: Optional[Answer] = None,
+    store: Optional["Store"] = None,
 ) -> "Authorization":
     """The gate's answer for a user's own tool call: a fresh ``authorize`` with the
     framework's tool-call id, or, given the ``request_id`` this call deferred and the
@@ -256,8 +258,31 @@ async def authorize_own(
     kind, and the target as the gate resolves it); otherwise the call is refused: a model
     that changes the arguments of the resumed call, or an approval of another call, never
     runs the tool on what nobody approved. A user tool receives its arguments unchanged, so
-    a reviewer's *modified* action cannot be carried and is refused too.
+    a reviewer's *modified* action cannot be carried and is refused too. Given the turn's
+    ``store``, the stored request is compared with this call before it is resumed, so an
+    approval moved to another call is refused without resolving or spending it.
     """
+    if request_id is not None and store is not None:
+        stored = store.approval(request_id)
+        expected = gate.evaluate(kind, target, tool)["target"]
+        action = stored.get("action") if stored else None
+        if not isinstance(action, Mapping) or (action.get("kind"), action.get("target")) != (
+            kind,
+            expected,
+        ):
+            shown = (
+                f"{action.get('kind')} `{action.get('target')}`"
+                if isinstance(action, Mapping)
+                else "no stored action"
+            )
+            return _refused(
+                gate,
+                kind,
+                target,
+                tool,
+                f"request {request_id} is for {shown}, not this call's {kind} `{expected}`; "
+                f"{tool} did not run",
+            )
     if request_id is None:
         auth = await gate.authorize(kind, target, tool=tool, item_id=item_id)
     else:

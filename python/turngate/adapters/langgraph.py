@@ -44,6 +44,7 @@ from ._common import approval as _approval
 
 if TYPE_CHECKING:
     from .._guard import Gate
+    from .._turngate import Store
 
 __all__ = ["KIND", "guard", "payload", "tools"]
 
@@ -204,10 +205,13 @@ def _guarded_tool(gate: "Gate", name: str) -> BaseTool:
     )
 
 
-def guard(gate: "Gate", tool: BaseTool, *, kind: str, target: str) -> BaseTool:
+def guard(
+    gate: "Gate", tool: BaseTool, *, kind: str, target: str, store: Optional["Store"] = None
+) -> BaseTool:
     """Your own LangChain ``tool`` behind the gate: each call is the action ``kind`` on the
     argument named ``target``. The tool runs with its arguments unchanged, and only when the
-    gate allows exactly that action; an ask pauses the graph like the guarded tools'."""
+    gate allows exactly that action; an ask pauses the graph like the guarded tools'. With the
+    turn's ``store``, an answer is compared with the call before its request is resumed."""
     pauses = _pauses(gate)
     base = tool.args_schema if isinstance(tool.args_schema, type) else None
     if base is None or not issubclass(base, BaseModel) or target not in base.model_fields:
@@ -244,6 +248,7 @@ def guard(gate: "Gate", tool: BaseTool, *, kind: str, target: str) -> BaseTool:
                 item_id=tool_call_id,
                 request_id=approval["request_id"],
                 answer=answer_name(approval["decision"]),
+                store=store,
             )
             return await decided(auth)
 

@@ -28,7 +28,8 @@ import dataclasses
 import json
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Union
 
-from agents import FunctionTool, RunContextWrapper
+from agents import FunctionTool, RunContextWrapper, RunState
+from agents.items import ToolApprovalItem
 from agents.run_config import ToolErrorFormatterArgs
 from agents.tool import MCPToolApprovalFunctionResult, MCPToolApprovalRequest
 from agents.tool_context import ToolContext
@@ -194,6 +195,7 @@ class TurngateTools:
                 item_id=ctx.tool_call_id,
                 request_id=request_id,
                 answer="allow_once" if request_id else None,
+                store=self.store,
             )
             if auth["outcome"] != "allowed":
                 return auth["tool_result"]
@@ -235,20 +237,29 @@ class TurngateTools:
 
     # --- approvals outside the tools ----------------------------------------------------
 
-    def error_formatter(self, args: ToolErrorFormatterArgs[Any]) -> Optional[str]:
-        """``RunConfig(tool_error_formatter=...)``: a rejected approval of a call this gate
-        deferred is recorded by the gate as denied, and the model gets the gate's text."""
-        if args.kind != "approval_rejected":
-            return None
-        request_id = self.request_for(args.call_id)
+    def reject(self, state: RunState[Any], item: ToolApprovalItem, message: Optional[str] = None) -> None:
+        """``state.reject(item)`` with the gate told: the request the call deferred is
+        resolved as denied, and the model gets the gate's text (or ``message``)."""
+        text = self._deny(getattr(item.raw_item, "call_id", None), item.tool_name or "")
+        state.reject(item, rejection_message=message or text)
+
+    def _deny(self, call_id: Optional[str], tool: str) -> Optional[str]:
+        request_id = self.request_for(call_id) if isinstance(call_id, str) else None
         if request_id is None:
             return None
         try:
             auth = self.gate.resume(request_id, Decision.deny("rejected by the person"))
         except ApprovalError as err:
-            return refusal_text("unknown", args.tool_name, str(err))
+            return refusal_text("unknown", tool, str(err))
         text = auth.get("tool_result")
-        return text if isinstance(text, str) and text else args.default_message
+        return text if isinstance(text, str) and text else None
+
+    def error_formatter(self, args: ToolErrorFormatterArgs[Any]) -> Optional[str]:
+        """``RunConfig(tool_error_formatter=...)``: a rejected approval of a call this gate
+        deferred is recorded by the gate as denied, and the model gets the gate's text."""
+        if args.kind != "approval_rejected":
+            return None
+        return self._deny(args.call_id, args.tool_name)
 
     def mcp_approval(
         self, *, kind: str = "mcp_write_or_unknown"

@@ -40,6 +40,7 @@ from ._common import approval as _approval
 
 if TYPE_CHECKING:
     from .._guard import Gate
+    from .._turngate import Store
 
 REQUEST_ID = "turngate_request_id"
 """The metadata key of the deferred request's id (``DeferredToolRequests.metadata[id]``)."""
@@ -119,10 +120,12 @@ class GuardedToolset(WrapperToolset[Any]):
     performs and the argument holding its target, e.g.
     ``{"save_note": ("file_write", "path")}``; a tool of ``wrapped`` not named there is
     refused (fail closed). The tool runs with its arguments unchanged, and only when the gate
-    allows exactly that action (see :func:`turngate.adapters._common.authorize_own`)."""
+    allows exactly that action (see :func:`turngate.adapters._common.authorize_own`). With the
+    turn's ``store``, an approval is compared with the call before its request is resumed."""
 
     gate: "Gate" = field(kw_only=True)
     actions: Mapping[str, tuple[str, str]] = field(kw_only=True)
+    store: Optional["Store"] = field(default=None, kw_only=True)
     _asked: dict[str, str] = field(default_factory=dict, init=False, repr=False)
 
     async def call_tool(
@@ -150,6 +153,7 @@ class GuardedToolset(WrapperToolset[Any]):
             item_id=ctx.tool_call_id,
             request_id=request_id,
             answer=answer,
+            store=self.store,
         )
         if auth["outcome"] == "deferred":
             _defer(ctx, self._asked, auth["request"])
