@@ -325,3 +325,21 @@ async def test_reject_through_the_tools_tells_the_gate(turn: Any) -> None:
     assert ran == []
     assert outputs(second)["c-ask"].startswith("Permission denied by turngate")
     assert turn.store.approval(tg.request_for("c-ask"))["resolution"]["resolution"] == "deny"
+
+
+async def test_guarded_tool_approved_state_replayed_is_refused(turn: Any) -> None:
+    tg = TurngateTools(turn.gate)
+    log = turn.workspace / "log"
+    steps = [
+        [function_call("run_shell", {"command": "echo x >> log", "timeout_ms": None, "stdin": None, "cwd": None}, call_id="s1")],
+        [assistant_message("done")],
+    ]
+    first = await Runner.run(agent(steps, tg.tools(["run_shell"])), "go")
+    state = first.to_state()
+    state.approve(first.interruptions[0])
+    saved = state.to_json()
+    await Runner.run(agent(steps[1:], tg.tools(["run_shell"])), state)
+    a2 = agent(steps[1:], tg.tools(["run_shell"]))
+    second = await Runner.run(a2, await RunState.from_json(a2, saved))
+    assert log.read_text() == "x\n"
+    assert outputs(second)["s1"].startswith("Permission denied by turngate")
