@@ -103,6 +103,10 @@ class TurngateTools:
         verdict = self.gate.evaluate(kind, target, tool, cwd)["verdict"]
         if verdict["effect"] != "ask":
             return False
+        read = self.gate.evaluate("file_read", target, tool)["verdict"]
+        if tool == "edit_file" and read["effect"] == "deny":
+            # An edit is judged as a read too: one the gate will deny asks nobody.
+            return False
         auth = await self.gate.authorize(kind, target, tool=tool, item_id=call_id, cwd=cwd)
         if auth["outcome"] != "deferred":
             return False
