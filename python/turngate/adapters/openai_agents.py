@@ -103,8 +103,7 @@ class TurngateTools:
         verdict = self.gate.evaluate(kind, target, tool, cwd)["verdict"]
         if verdict["effect"] != "ask":
             return False
-        read = self.gate.evaluate("file_read", target, tool)["verdict"]
-        if tool == "edit_file" and read["effect"] == "deny":
+        if tool == "edit_file" and self._read_denied(target):
             # An edit is judged as a read too: one the gate will deny asks nobody.
             return False
         auth = await self.gate.authorize(kind, target, tool=tool, item_id=call_id, cwd=cwd)
@@ -112,6 +111,9 @@ class TurngateTools:
             return False
         self._asked[call_id] = auth["request"]["id"]
         return True
+
+    def _read_denied(self, path: str) -> bool:
+        return self.gate.evaluate("file_read", path, "edit_file")["verdict"]["effect"] == "deny"
 
     def _approved(self, ctx: ToolContext[Any], name: str) -> tuple[Optional[str], Optional[str]]:
         """(request id, refusal): the request this invocation continues, if the call was
