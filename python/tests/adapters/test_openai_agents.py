@@ -343,3 +343,52 @@ async def test_guarded_tool_approved_state_replayed_is_refused(turn: Any) -> Non
     second = await Runner.run(a2, await RunState.from_json(a2, saved))
     assert log.read_text() == "x\n"
     assert outputs(second)["s1"].startswith("Permission denied by turngate")
+
+
+async def test_mcp_guardrail_checks_server_and_tool(tmp_path: Any) -> None:
+    import turngate
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    policy = (
+        turngate.Policy.mode("auto_accept_edits")
+        .layer("project")
+        .rule("mcp_write_or_unknown", "allow", "github/list_issues")
+        .rule("mcp_write_or_unknown", "deny", "github/delete_*")
+    )
+    store = turngate.Store(tmp_path / "audit.db")
+    gate = turngate.turn(workspace, "auto_accept_edits", store=store, approver="defer_all", policy=policy)
+    tg = TurngateTools(gate)
+    ran: list[str] = []
+
+    def mcp_tool(name: str) -> FunctionTool:
+        # Stands for a tool of the local MCP server "github" (the guardrail sees only its name).
+        async def invoke(ctx: Any, args: str) -> str:
+            ran.append(name)
+            return f"{name} ok"
+
+        return FunctionTool(
+            name=name,
+            description=name,
+            params_json_schema={"type": "object", "properties": {}, "required": [], "additionalProperties": False},
+            on_invoke_tool=invoke,
+            tool_input_guardrails=[tg.mcp_guardrail("github")],
+        )
+
+    a = agent(
+        [
+            [
+                function_call("list_issues", {}, call_id="m1"),
+                function_call("delete_repo", {}, call_id="m2"),
+                function_call("create_issue", {}, call_id="m3"),
+            ],
+            [assistant_message("done")],
+        ],
+        [mcp_tool("list_issues"), mcp_tool("delete_repo"), mcp_tool("create_issue")],
+    )
+    out = outputs(await Runner.run(a, "go"))
+    assert ran == ["list_issues"]
+    assert out["m2"].startswith("Permission denied by turngate: mcp_write_or_unknown `github/delete_repo`")
+    assert "needs a person's approval" in out["m3"]
+    rows = [(e.get("item_id"), e["kind"]) for e in store.replay(gate.turn_id)]
+    assert ("m1", "decision_allowed") in rows and ("m2", "decision_denied") in rows

@@ -241,6 +241,14 @@ class TurngateTools:
 
         return ToolInputGuardrail(guardrail_function=check, name=f"turngate:{kind}")
 
+    def mcp_guardrail(
+        self, server: str, *, kind: str = "mcp_write_or_unknown"
+    ) -> ToolInputGuardrail[Any]:
+        """:meth:`guardrail` for every tool of the local MCP server named ``server``
+        (``MCPServerStdio(..., tool_input_guardrails=[tools.mcp_guardrail("github")])``): the
+        action ``kind`` on ``server/tool``, the target ``turngate mcp wrap`` checks."""
+        return self.guardrail(kind=kind, target=lambda tool, _args: f"{server}/{tool}")
+
     # --- approvals outside the tools ----------------------------------------------------
 
     def reject(self, state: RunState[Any], item: ToolApprovalItem, message: Optional[str] = None) -> None:
