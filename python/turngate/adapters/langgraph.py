@@ -252,7 +252,9 @@ def guard(
             )
             return await decided(auth)
 
-        return await pauses.run(tool_call_id, name, fresh, resumed, lambda: _refused_answer(kind, name))
+        return await pauses.run(
+            tool_call_id, name, fresh, resumed, lambda: _refused_answer(kind, name)
+        )
 
     return StructuredTool(
         name=name, description=tool.description, args_schema=schema, coroutine=run

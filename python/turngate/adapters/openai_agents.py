@@ -49,7 +49,12 @@ if TYPE_CHECKING:
 
 __all__ = ["TurngateTools"]
 
-_TARGET_ARG = {"file_read": "path", "file_write": "path", "shell_command": "command", "network": "url"}
+_TARGET_ARG = {
+    "file_read": "path",
+    "file_write": "path",
+    "shell_command": "command",
+    "network": "url",
+}
 
 Target = Union[str, Callable[[str, Mapping[str, Any]], Optional[str]]]
 """Where a call's target is: the name of its argument, or a callable of (tool name,
@@ -234,7 +239,9 @@ class TurngateTools:
                         "ask for",
                     )
                 )
-            auth = await self.gate.authorize(kind, value, tool=ctx.tool_name, item_id=ctx.tool_call_id)
+            auth = await self.gate.authorize(
+                kind, value, tool=ctx.tool_name, item_id=ctx.tool_call_id
+            )
             if auth["outcome"] == "allowed":
                 return ToolGuardrailFunctionOutput.allow({"turngate": "allowed"})
             return ToolGuardrailFunctionOutput.reject_content(auth["tool_result"])
@@ -251,7 +258,9 @@ class TurngateTools:
 
     # --- approvals outside the tools ----------------------------------------------------
 
-    def reject(self, state: RunState[Any], item: ToolApprovalItem, message: Optional[str] = None) -> None:
+    def reject(
+        self, state: RunState[Any], item: ToolApprovalItem, message: Optional[str] = None
+    ) -> None:
         """``state.reject(item)`` with the gate told: the request the call deferred is
         resolved as denied, and the model gets the gate's text (or ``message``)."""
         text = self._deny(getattr(item.raw_item, "call_id", None), item.tool_name or "")

@@ -89,7 +89,9 @@ class TurngateToolset(FunctionToolset[Any]):
         names = list(tools)
         unknown = [n for n in names if n not in TOOLS]
         if unknown:
-            raise ValueError(f"no guarded tool named {', '.join(unknown)}; known: {', '.join(TOOLS)}")
+            raise ValueError(
+                f"no guarded tool named {', '.join(unknown)}; known: {', '.join(TOOLS)}"
+            )
         self.gate = gate
         self._asked: dict[str, str] = {}
         super().__init__([self._tool(name) for name in names], id=id)
@@ -189,7 +191,10 @@ def results(
             if call_id not in answers:
                 continue
             approvals[call_id] = ToolApproved()
-            metadata[call_id] = {REQUEST_ID: meta[REQUEST_ID], ANSWER: answer_name(answers[call_id])}
+            metadata[call_id] = {
+                REQUEST_ID: meta[REQUEST_ID],
+                ANSWER: answer_name(answers[call_id]),
+            }
         elif call_id in answers:
             allow = answer_name(answers[call_id]) != "deny"
             approvals[call_id] = ToolApproved() if allow else ToolDenied()
