@@ -96,7 +96,7 @@ function create(agentsTool, z) {
     if (needsApproval !== undefined) throw invalid('gatedTool', 'needsApproval is the gate\'s for a gated tool')
     if (typeof rest.name !== 'string' || rest.name === '') throw invalid('gatedTool', 'options.name is required (the tool name the gate and the run state record)')
     const calls = callsOf(gate, spec.store)
-    const action = (input, callId, runContext, details) => userAction(gate, rest.name, spec, input, callId, (i) => execute(i, runContext, details))
+    const action = (input, callId, runContext, details) => userAction(gate, calls.store, rest.name, spec, input, callId, (i) => execute(i, runContext, details))
     return gatedFunctionTool(calls, rest.name, rest.description, rest.parameters, action, (outcome) => (outcome.outcome === 'ok' ? outcome.value : outcome.toolResult), rest)
   }
 

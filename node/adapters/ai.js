@@ -138,7 +138,7 @@ function gatedTool(gate, tool, spec) {
   const calls = callsOf(gate, spec.store)
   const name = spec.name ?? spec.kind
   const run = tool.execute
-  const action = (input, toolCallId, options) => userAction(gate, name, spec, input, toolCallId, (i) => run(i, options))
+  const action = (input, toolCallId, options) => userAction(gate, calls.store, name, spec, input, toolCallId, (i) => run(i, options))
   return {
     ...tool,
     needsApproval: (input, { toolCallId, messages }) => needsApproval(calls, (i, id) => action(i, id, { toolCallId, messages }), input, toolCallId, messages),

@@ -83,8 +83,11 @@ class GateCalls {
     if (answer === 'approved') {
       const requestId = await this.requestFor(callId)
       if (requestId) {
-        this.waiting.delete(callId)
-        return action.finish(await action.authorize({ requestId, decision: 'allow_once' }))
+        const outcome = await action.finish(await action.authorize({ requestId, decision: 'allow_once' }))
+        // Spent once it ran; a continuation refused (another action's request) stays for the
+        // call it belongs to.
+        if (outcome.outcome === 'ok' || outcome.outcome === 'failed') this.waiting.delete(callId)
+        return outcome
       }
       // An approval no deferral of this turn backs: the gate decides the call as if new.
     } else if (this.waiting.has(callId)) {
@@ -164,6 +167,8 @@ const GUARDED = {
     kind: 'file_write',
     description: 'Replace one exact occurrence of `old` with `new` in a text file of the workspace.',
     fields: { path: 'The file to edit.', old: 'The exact text to replace (it must occur once).', new: 'The replacement text.' },
+    // The core judges an edit as a write and a read (the strictest decides).
+    judged: ['file_write', 'file_read'],
     target: (input) => input.path,
     args: (input) => [input.path, input.old, input.new],
     options: () => ({}),
@@ -187,6 +192,9 @@ const GUARDED = {
     options: (o) => pick(o, ['timeoutMs', 'headers']),
   },
 }
+
+const RANK = { allow: 0, ask: 1, deny: 2 }
+const strictest = (effects) => effects.reduce((a, b) => ((RANK[b] ?? 2) > (RANK[a] ?? 2) ? b : a))
 
 /** `call()`, with a refused resume (an approval already spent or resolved, a request that is
  * not this call's) as a denial the model reads, not an exception that ends the run. */
@@ -226,7 +234,7 @@ function guardedAction(gate, name, spec, input, callId, toolOptions) {
     tool: name,
     // Pausing is decided by the gate's own evaluation, so that allowed and denied calls run
     // (or are refused) when the framework runs the tool, not while it asks whether to pause.
-    effect: () => gate.evaluate({ kind: spec.kind, target, tool: name, ...(options.cwd ? { cwd: options.cwd } : {}) }).verdict.effect,
+    effect: () => strictest((spec.judged ?? [spec.kind]).map((kind) => gate.evaluate({ kind, target, tool: name, ...(options.cwd ? { cwd: options.cwd } : {}) }).verdict.effect)),
     authorize: (approval) =>
       spent(spec.kind, target, approval, () =>
         gate[spec.method](...spec.args(input), {
@@ -256,7 +264,7 @@ function checkGateSpec(where, spec) {
 
 /** A user's tool call: authorized (or resumed) by the gate, then `execute(input)` with the
  * allowed target in place. */
-function userAction(gate, name, spec, input, callId, execute) {
+function userAction(gate, store, name, spec, input, callId, execute) {
   if (input === null || typeof input !== 'object') throw invalid(name, 'the tool input must be an object')
   const raw = spec.arg !== undefined ? input[spec.arg] : spec.target(input)
   if (typeof raw !== 'string') throw invalid(name, `the target (${spec.arg ?? 'target(input)'}) must be a string`)
@@ -267,6 +275,14 @@ function userAction(gate, name, spec, input, callId, execute) {
     target: raw,
     tool: name,
     authorize: async (approval) => {
+      if (approval && store) {
+        // A request made for another action is refused before it is resumed (and spent).
+        const stored = await store.approval(approval.requestId)
+        const own = gate.evaluate({ kind, target: raw, tool: name }).target
+        if (stored && stored.action && (stored.action.kind !== kind || (stored.action.target !== raw && stored.action.target !== own))) {
+          return refused(`approval request ${approval.requestId} is for ${stored.action.kind} \`${stored.action.target}\`, not this call`)
+        }
+      }
       const a = await spent(kind, raw, approval, () =>
         approval ? gate.resume(approval.requestId, { decision: 'approve' }) : gate.authorize({ kind, target: raw, tool: name, itemId: callId }),
       )
