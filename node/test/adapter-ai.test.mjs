@@ -10,7 +10,7 @@ import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 
-import { generateText } from 'ai'
+import { generateText, stepCountIs } from 'ai'
 import { MockLanguageModelV4 } from 'ai/test'
 import { z } from 'zod'
 
@@ -51,9 +51,10 @@ function scripted(...steps) {
   return { model, prompts, outputs, remaining: () => steps.length }
 }
 
-/** One `generateText` round on `messages`; resolves to the result and the messages after it. */
+/** One `generateText` run on `messages` (steps until the model answers or a call waits for a
+ * person); resolves to the result and the messages after it. */
 async function round(model, tools, messages) {
-  const result = await generateText({ model, tools, messages })
+  const result = await generateText({ model, tools, messages, stopWhen: stepCountIs(5) })
   return { result, messages: [...messages, ...result.response.messages] }
 }
 
