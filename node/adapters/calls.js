@@ -27,7 +27,8 @@ class GateCalls {
     this.store = store ?? null
     /** tool-call id -> { requestId, tool }: deferred by this process, waiting for a person. */
     this.waiting = new Map()
-    /** tool-call id -> outcome decided while the framework asked whether to pause. */
+    /** tool-call id -> {outcome, kind, target} decided while the framework asked whether to
+     * pause (an allowed user tool's authorization, or a guarded call a grant let through). */
     this.decided = new Map()
   }
 
@@ -62,7 +63,7 @@ class GateCalls {
       this.waiting.set(callId, { requestId: outcome.requestId, tool: action.tool })
       return true
     }
-    this.decided.set(callId, outcome)
+    this.decided.set(callId, { outcome, kind: action.kind, target: action.target })
     return false
   }
 
@@ -72,10 +73,10 @@ class GateCalls {
   async run(callId, action, answer) {
     checkCallId(callId)
     const early = this.decided.get(callId)
-    if (early) {
-      this.decided.delete(callId)
-      return action.finish(early)
-    }
+    this.decided.delete(callId)
+    // Decided while the framework asked whether to pause, for this very action (a reused
+    // tool-call id with other arguments is decided afresh).
+    if (early && early.kind === action.kind && early.target === action.target) return action.finish(early.outcome)
     if (answer === 'denied') {
       const text = await this.deny(callId, 'the person denied the call')
       return { outcome: 'denied', toolResult: text ?? refusalText(action.kind, action.target, 'the person denied the call') }

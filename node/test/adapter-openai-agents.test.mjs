@@ -288,6 +288,31 @@ test('attack on a gated user tool: changed arguments in the run state, then a se
   }
 })
 
+test('state.approve(item, { alwaysApprove: true }) does not widen the gate: a later ask is deferred, not run', async () => {
+  const t = await turn()
+  try {
+    const ran = []
+    const deploy = gatedTool(t.gate, {
+      name: 'deploy',
+      description: 'Deploy a service',
+      parameters: z.object({ service: z.string() }),
+      execute: async ({ service }) => ran.push(service) && `deployed ${service}`,
+      gate: { kind: 'shell_command', target: ({ service }) => `deploy ${service}`, store: t.store },
+    })
+    const model = new ScriptedModel([calls(['w-1', 'deploy', { service: 'api' }]), calls(['w-2', 'deploy', { service: 'db' }]), says('done')])
+    const agent = agentWith(model, [deploy])
+    const first = await run(agent, 'go')
+    first.state.approve(first.interruptions[0], { alwaysApprove: true })
+    const second = await run(agent, first.state)
+    assert.equal(second.finalOutput, 'done')
+    assert.deepEqual(ran, ['api'], 'the always-approved tool did not deploy db without the gate')
+    assert.match(outputs(model).get('w-2'), /^Permission pending/)
+    assert.deepEqual((await t.store.pendingApprovals()).map((p) => p.action.target), ['deploy db'])
+  } finally {
+    t.cleanup()
+  }
+})
+
 test('gatedTool and reject refuse what they cannot gate', async () => {
   const t = await turn()
   try {
