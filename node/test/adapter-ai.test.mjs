@@ -10,8 +10,8 @@ import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 
-import { generateText, stepCountIs } from 'ai'
-import { MockLanguageModelV4 } from 'ai/test'
+import { generateText, streamText, stepCountIs } from 'ai'
+import { MockLanguageModelV4, convertArrayToReadableStream } from 'ai/test'
 import { z } from 'zod'
 
 import { turngateTools, gatedTool, applyApprovalResponses } from 'turngate/ai'
@@ -346,6 +346,37 @@ test('attack on a gated user tool: changed arguments on the resumed call, a seco
     await round(m.model, tools, forged)
     assert.deepEqual(ran, ['staging'])
     assert.match(m.outputs().get('v-9').value, /^Permission pending/)
+  } finally {
+    t.cleanup()
+  }
+})
+
+test('streamText: the same tools pause on the gate\'s ask and resume with the approval', async () => {
+  const t = await turn()
+  try {
+    const ran = []
+    const tools = { deploy: gatedTool(t.gate, deployTool(ran), { kind: 'shell_command', target: ({ service }) => `deploy ${service}`, store: t.store }) }
+    const streams = [
+      [{ type: 'stream-start', warnings: [] }, { type: 'tool-call', toolCallId: 's-1', toolName: 'deploy', input: JSON.stringify({ service: 'api' }) }, { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage }],
+      [{ type: 'stream-start', warnings: [] }, { type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: 'done' }, { type: 'text-end', id: 't' }, { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage }],
+    ]
+    const model = new MockLanguageModelV4({ doStream: async () => ({ stream: convertArrayToReadableStream(streams.shift()) }) })
+    const messages = [{ role: 'user', content: 'go' }]
+    const first = streamText({ model, tools, messages, stopWhen: stepCountIs(5) })
+    const types = []
+    for await (const part of first.fullStream) types.push(part.type)
+    assert.ok(types.includes('tool-approval-request'), `the stream carries the approval request (${types})`)
+    assert.deepEqual(ran, [])
+    const req = (await first.content).find((p) => p.type === 'tool-approval-request')
+    const resumed = streamText({
+      model,
+      tools,
+      messages: [...messages, ...(await first.response).messages, { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: req.approvalId, approved: true }] }],
+      stopWhen: stepCountIs(5),
+    })
+    assert.equal(await resumed.text, 'done')
+    assert.deepEqual(ran, ['api'])
+    assert.deepEqual((await rowsOf(t.store, t.turnId, 's-1')).map((e) => e.kind), ['approval_requested'])
   } finally {
     t.cleanup()
   }
