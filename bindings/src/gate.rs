@@ -207,7 +207,7 @@ pub enum OpenRecord {
 /// The gate of one turn. Share it behind the returned `Arc`.
 #[derive(Debug)]
 pub struct GateHandle {
-    gate: Gate,
+    pub(crate) gate: Gate,
     /// Where a reviewed spawn's change sets go: beside the gate's audit store (or why there
     /// is nowhere).
     changes: Result<turngate::changes::ChangeStore, TurnGateError>,

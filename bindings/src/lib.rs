@@ -13,6 +13,7 @@ pub mod policy;
 pub mod reduce;
 pub mod snapshot;
 pub mod store;
+pub mod tools;
 #[cfg(feature = "uniffi")]
 pub mod uniffi_api;
 pub mod wire;

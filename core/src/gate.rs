@@ -32,7 +32,9 @@ use crate::snapshot::{SnapshotError, cap_from_parent, ensure_native_shell_allowe
 use crate::verdict::Verdict;
 
 mod egress;
+mod tools;
 pub use egress::PROXY_TOOL;
+pub use tools::{Continuation, SpawnOptions};
 
 /// One tool call as the runtime sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,6 +235,19 @@ pub enum GateError {
         /// Its turn.
         turn: String,
         /// The resuming gate's turn.
+        this: String,
+    },
+    /// An approval given for one target was offered for a call on another (a guarded tool's
+    /// `approval=`): nothing was decided, spent or run.
+    #[error(
+        "approval request `{request}` approved `{approved}`, not this call's `{this}`; nothing was decided or run"
+    )]
+    OtherTarget {
+        /// The request id.
+        request: String,
+        /// The target the request was made for.
+        approved: String,
+        /// This call's checked target.
         this: String,
     },
     /// A lock guarding the gate's in-memory state was poisoned by a panic elsewhere.
@@ -1140,6 +1155,19 @@ impl Gate {
         required: Option<ActionKind>,
         reviewed: bool,
     ) -> Result<Resumed, GateError> {
+        self.resume_checked_for(request_id, decision, required, reviewed, None)
+    }
+
+    /// [`Gate::resume_checked`] for a call `caller` (a guarded tool's): its item and tool
+    /// call ids land in the audit rows.
+    fn resume_checked_for(
+        &self,
+        request_id: &str,
+        decision: Option<Decision>,
+        required: Option<ActionKind>,
+        reviewed: bool,
+        caller: Option<&ToolInvocation>,
+    ) -> Result<Resumed, GateError> {
         let stored: StoredApproval = self
             .store
             .approval(request_id)?
@@ -1188,8 +1216,8 @@ impl Gate {
             kind: stored.action.kind,
             target: stored.action.target.clone(),
             tool_name: stored.action.tool.clone(),
-            item_id: None,
-            tool_id: None,
+            item_id: caller.and_then(|c| c.item_id.clone()),
+            tool_id: caller.and_then(|c| c.tool_id.clone()),
             cwd: stored_cwd(&stored.request).map(PathBuf::from),
         };
         let verdict = self.evaluate_in_turn(under, &inv)?.verdict;
@@ -1328,8 +1356,16 @@ impl Gate {
         match resumed.auth {
             Authorization::Allowed { action, .. } => {
                 let cwd = resumed.inv.cwd.clone();
-                self.run_action(&under, &resumed.inv, &action, cwd.as_deref(), review, None)
-                    .await
+                self.run_action(
+                    &under,
+                    &resumed.inv,
+                    &action,
+                    cwd.as_deref(),
+                    review,
+                    None,
+                    None,
+                )
+                .await
             }
             Authorization::Denied(denial) => Ok(plain(SpawnResult::Denied(denial))),
             Authorization::Deferred { request } => Ok(plain(SpawnResult::Deferred(request))),
@@ -1433,12 +1469,21 @@ impl Gate {
             let denial = self.denial(inv, action, reason, None, None, "policy", None)?;
             return Ok(plain(SpawnResult::Denied(denial)));
         }
-        self.run_action(&self.own, inv, &action, inv.cwd.as_deref(), review, stdio)
-            .await
+        self.run_action(
+            &self.own,
+            inv,
+            &action,
+            inv.cwd.as_deref(),
+            review,
+            stdio,
+            None,
+        )
+        .await
     }
 
     /// Run an authorized shell action under `under`: the plan is rebuilt from that snapshot,
     /// so the environment filter, timeout cap and sandbox apply.
+    #[allow(clippy::too_many_arguments)]
     async fn run_action(
         &self,
         under: &Under,
@@ -1447,21 +1492,33 @@ impl Gate {
         cwd: Option<&Path>,
         review: Option<&crate::changes::ChangeStore>,
         stdio: Option<crate::sandbox::StdioPipes>,
+        opts: Option<&SpawnOptions>,
     ) -> Result<Reviewed, GateError> {
         let plain = |result| Reviewed {
             result,
             change_set: None,
         };
         ensure_native_shell_allowed(&under.snapshot)?;
-        let plan = plan(
+        let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        if let Some(opts) = opts {
+            // The caller's variables replace inherited ones of the same name; all of them
+            // then pass the snapshot's environment filter.
+            env.retain(|(k, _)| !opts.env.iter().any(|(name, _)| name == k));
+            env.extend(opts.env.iter().cloned());
+        }
+        let mut plan = plan(
             &under.snapshot,
             &under.policy,
             &under.roots,
             &action.target,
             cwd,
             action.tool.as_deref(),
-            std::env::vars_os().collect(),
+            env,
         );
+        if let Some(ms) = opts.and_then(|o| o.timeout_ms) {
+            let ms = std::time::Duration::from_millis(ms);
+            plan.timeout = Some(plan.timeout.map_or(ms, |cap| cap.min(ms)));
+        }
         if plan.verdict.effect == Effect::Deny {
             // The plan is rebuilt with the real environment: should it disagree with the
             // decision, the stricter answer wins.
@@ -1485,6 +1542,14 @@ impl Gate {
             } else {
                 crate::sandbox::StdinPolicy::Null
             });
+        if let Some(opts) = opts {
+            if let Some(data) = &opts.stdin {
+                request = request.stdin_bytes(Arc::clone(data));
+            }
+            if let Some(sink) = &opts.on_output {
+                request = request.on_output(sink.clone());
+            }
+        }
         match stdio {
             // A server's lifetime is its client's session, not one command's.
             Some(pipes) => request = request.stdio(pipes),

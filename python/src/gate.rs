@@ -447,6 +447,62 @@ impl PyGate {
         self.handle.grant_for_turn(scope_hash);
     }
 
+    // ---- the guarded tools and async run_approved (issue 19; see turngate/_tools.py) ----
+
+    /// Call guarded tool `name` with its keyword arguments (awaitable): a `ToolStep` dict,
+    /// `{"step": "done", ...ToolOutcome}` or, for an allowed `fetch_url`, `{"step": "connect",
+    /// ...}` with the vetted addresses. `data`: `write_file`'s content or `run_shell`'s stdin
+    /// as bytes. Use the `read_file`, `write_file`, ... methods instead.
+    #[pyo3(signature = (name, data=None, on_output=None, **kwargs))]
+    fn _tool<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        data: Option<Vec<u8>>,
+        on_output: Option<Py<PyAny>>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.remember_loop(py, name)?;
+        let args = match kwargs {
+            Some(k) => crate::tools::tool_args(py, k)?,
+            None => Value::Object(serde_json::Map::new()),
+        };
+        let event_loop = running_loop(py, name)?.unbind();
+        let sink = on_output.map(|cb| crate::tools::output_sink(cb, Some(event_loop)));
+        let fut =
+            crate::tools::tool_task(Arc::clone(&self.handle), name.to_owned(), args, data, sink);
+        awaitable(py, name, fut, crate::tools::tool_out)
+    }
+
+    /// `_tool`, blocking the calling thread (GIL released; `on_output` is called from a
+    /// worker thread).
+    #[pyo3(signature = (name, data=None, on_output=None, **kwargs))]
+    fn _tool_blocking(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        data: Option<Vec<u8>>,
+        on_output: Option<Py<PyAny>>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let args = match kwargs {
+            Some(k) => crate::tools::tool_args(py, k)?,
+            None => Value::Object(serde_json::Map::new()),
+        };
+        let sink = on_output.map(|cb| crate::tools::output_sink(cb, None));
+        let fut =
+            crate::tools::tool_task(Arc::clone(&self.handle), name.to_owned(), args, data, sink);
+        blocking(py, name, fut, crate::tools::tool_out)
+    }
+
+    /// Run the stored shell command of an already approved request (awaitable): the async
+    /// form of `run_approved_blocking`.
+    fn run_approved<'py>(&self, py: Python<'py>, request_id: &str) -> PyResult<Bound<'py, PyAny>> {
+        self.remember_loop(py, "Gate.run_approved")?;
+        let fut = run_approved_task(Arc::clone(&self.handle), request_id.to_owned());
+        awaitable(py, "Gate.run_approved", fut, spawn_out)
+    }
+
     fn __repr__(&self) -> String {
         format!("Gate({:?})", self.handle.turn_id())
     }

@@ -9,6 +9,7 @@ mod broker;
 mod check;
 mod gate;
 mod store;
+mod tools;
 
 use std::sync::Arc;
 
@@ -721,5 +722,10 @@ fn _turngate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scope_hash, m)?)?;
     m.add_function(wrap_pyfunction!(parse_change_set, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    // The guarded tools' helpers (issue 19; turngate/_tools.py).
+    m.add_function(wrap_pyfunction!(tools::_fetch_done, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::_fetch_failed, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::_default_store_path, m)?)?;
+    m.add_function(wrap_pyfunction!(tools::_turn_snapshot, m)?)?;
     Ok(())
 }

@@ -451,6 +451,84 @@ def run_changes_serde(v: dict[str, Any]) -> None:
     assert needle in str(e.value), f"`{e.value}` does not name `{needle}`"
 
 
+# ---- suite tools (as bindings/tests/tools_conformance.rs) ------------------------------------
+
+
+def _tool_call(gate: Any, step: dict[str, Any], outcomes: list[Any]) -> Any:
+    kw: dict[str, Any] = {"item_id": step.get("item_id")}
+    a = step.get("approval")
+    if a is not None:
+        rid = (
+            outcomes[a["request_of"]]["request_id"] or "no-such-request"
+            if "request_of" in a
+            else a["request_id"]
+        )
+        kw["approval"] = {"request_id": rid, "decision": a["decision"]}
+    tool = step["tool"]
+    if tool == "read_file":
+        return gate.read_file_blocking(step["path"], max_bytes=step.get("max_bytes"), **kw)
+    if tool == "write_file":
+        return gate.write_file_blocking(step["path"], step["content"], **kw)
+    if tool == "edit_file":
+        return gate.edit_file_blocking(step["path"], step["old"], step["new"], **kw)
+    if tool == "run_shell":
+        return gate.run_shell_blocking(
+            step["command"],
+            env=step.get("env"),
+            timeout_ms=step.get("timeout_ms"),
+            stdin=step.get("stdin"),
+            cwd=step.get("cwd"),
+            **kw,
+        )
+    if tool == "fetch_url":
+        return gate.fetch_url_blocking(step["url"], **kw)
+    raise AssertionError(f"unknown tool {tool}")
+
+
+def run_tools(v: dict[str, Any]) -> None:
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as state:
+        for path, content in (v.get("files") or {}).items():
+            p = Path(tmp) / path
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(content)
+        for link, target in (v.get("symlinks") or {}).items():
+            os.symlink(target, Path(tmp) / link)
+        root = Path(tmp).resolve()
+        ctx = {
+            "workspace_root": str(root),
+            "execution_backend": "native",
+            "platform": turngate.probe_platform(),
+        }
+        snapshot = turngate.resolve(v["selection"], ctx)
+        store = turngate.Store(str(Path(state) / "audit.db"))
+        gates = {t: turngate.Gate(t, snapshot, store, v["approver"]) for t in ("turn-1", "turn-2")}
+        outcomes: list[Any] = []
+        for i, step in enumerate(v["steps"]):
+            got = _tool_call(gates[step.get("turn", "turn-1")], step, outcomes)
+            for key, want in step["expect"].items():
+                if key.endswith("_includes"):
+                    field = key[: -len("_includes")]
+                    for part in want if isinstance(want, list) else [want]:
+                        assert part in (got[field] or ""), f"step {i}: {field} does not say {part!r}: {got}"
+                elif key == "target_rel":
+                    assert got["target"] == str(root / want), f"step {i}: target: {got}"
+                elif key == "has_request":
+                    assert (got["request"] is not None) == want, f"step {i}: request: {got}"
+                    assert (got["request_id"] is not None) == want, f"step {i}: request_id: {got}"
+                else:
+                    assert got[key] == want, f"step {i}: {key}: expected {want!r}, got {got}"
+            outcomes.append(got)
+        for path, want in (v.get("expect_files") or {}).items():
+            p = root / path
+            assert (p.read_text() if p.exists() else None) == want, f"file {path}"
+        if "expect_item_ids" in v:
+            ids = [e.get("item_id") for e in store.replay("turn-1") if e["kind"] != "profile_selected"]
+            assert ids == v["expect_item_ids"], f"audit item ids: {ids}"
+
+
 RUNNERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "changes_serde": run_changes_serde,
     "policy_turn": run_policy_turn,
@@ -465,6 +543,7 @@ RUNNERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "reducer": run_reducer,
     "scope_hash": run_scope_hash,
     "gate": run_gate,
+    "tools": run_tools,
 }
 
 

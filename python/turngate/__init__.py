@@ -21,6 +21,7 @@ JSON shape of the schemas in ``schema_names()``; they round-trip with ``json``.
 
 from . import client
 from ._guard import Gate
+from ._tools import turn
 from ._types import (
     Allowed,
     ApprovalAsk,
@@ -37,6 +38,7 @@ from ._types import (
     SpawnResult,
     Verdict,
 )
+from ._types import ApprovalAnswer, ToolOutcome
 from ._turngate import (
     ApprovalError,
     Broker,
@@ -150,4 +152,8 @@ __all__ = [
     "scope_from_action",
     "scope_hash",
     "version",
+    # the guarded tools and the one-line turn (issue 19)
+    "ApprovalAnswer",
+    "ToolOutcome",
+    "turn",
 ]

@@ -17,6 +17,7 @@ from typing import Any, Callable, Literal, Optional, TypeVar, Union, cast
 
 from ._turngate import PermissionDenied
 from ._turngate import Gate as _Gate
+from ._tools import ToolsMixin
 from ._types import Allowed, Authorization
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -69,10 +70,12 @@ def _like(original: Any, path: str) -> Any:
     return path
 
 
-class Gate(_Gate):
+class Gate(_Gate, ToolsMixin):
     """The gate of one turn: every side-effecting tool call goes through it.
 
-    See the extension's ``Gate`` for the methods; this subclass adds :meth:`guard`.
+    See the extension's ``Gate`` for the methods; this subclass adds :meth:`guard`, the
+    guarded tools (``read_file``, ``write_file``, ``edit_file``, ``run_shell``,
+    ``fetch_url``) and ``close()``/``with``/``async with`` (``turngate._tools``).
     """
 
     def guard(

@@ -159,6 +159,16 @@ def scope_hash(scope: dict[str, _JSON]) -> str: ...
 def parse_change_set(change_set: dict[str, _JSON]) -> ChangeSet: ...
 def version() -> str: ...
 
+# the guarded tools' helpers (issue 19; see _tools.py)
+def _fetch_done(
+    url: str, status: int, body: bytes, truncated: bool, location: Optional[str] = None
+) -> dict[str, _JSON]: ...
+def _fetch_failed(url: str, error: str) -> dict[str, _JSON]: ...
+def _default_store_path() -> str: ...
+def _turn_snapshot(
+    workspace: Union[str, os.PathLike[str]], mode: str, policy: Optional[dict[str, _JSON]] = None
+) -> dict[str, _JSON]: ...
+
 _Env = Union[Mapping[Any, Any], Iterable[tuple[Union[str, bytes], Union[str, bytes]]]]
 _DecisionLike = Union["Decision", bool, str]
 _Approver = Union[
@@ -304,6 +314,22 @@ class Gate:
     ) -> BinaryIO: ...
     def resolve_and_check(self, url: str, tool: Optional[str] = None) -> dict[str, _JSON]: ...
     def grant_for_turn(self, scope_hash: str) -> None: ...
+    # the guarded tools' native half and async run_approved (issue 19; see _tools.py)
+    def _tool(
+        self,
+        name: str,
+        data: Optional[bytes] = None,
+        on_output: Optional[Callable[[str, bytes], object]] = None,
+        **kwargs: Any,
+    ) -> Awaitable[dict[str, _JSON]]: ...
+    def _tool_blocking(
+        self,
+        name: str,
+        data: Optional[bytes] = None,
+        on_output: Optional[Callable[[str, bytes], object]] = None,
+        **kwargs: Any,
+    ) -> dict[str, _JSON]: ...
+    def run_approved(self, request_id: str) -> Awaitable[SpawnResult]: ...
 
 def check_file(
     sandbox: dict[str, _JSON],
@@ -381,4 +407,9 @@ __all__ = [
     "scope_from_action",
     "scope_hash",
     "version",
+    # the guarded tools' helpers (issue 19)
+    "_default_store_path",
+    "_fetch_done",
+    "_fetch_failed",
+    "_turn_snapshot",
 ]

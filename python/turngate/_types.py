@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Literal, Optional, Union
+from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
 if sys.version_info >= (3, 11):
     from typing import NotRequired, TypedDict
@@ -170,9 +170,41 @@ class ApprovalAsk(TypedDict):
     verdict: Verdict
 
 
+# ---- the guarded tools (issue 19) ------------------------------------------------------------
+
+if TYPE_CHECKING:
+    from ._turngate import Decision
+
+
+class ApprovalAnswer(TypedDict):
+    """A guarded tool's ``approval=``: this call continues deferred request ``request_id``
+    with the person's answer."""
+
+    request_id: str
+    decision: Union["Decision", bool, Literal["allow_once", "allow_for_turn", "deny"]]
+
+
+class ToolOutcome(TypedDict):
+    """What a guarded tool did (``Gate.read_file``, ...). ``tool_result`` is the text for the
+    model, for every outcome; fields a tool does not fill are None."""
+
+    outcome: Literal["ok", "denied", "deferred", "failed"]
+    tool_result: str
+    kind: Literal["file_read", "file_write", "shell", "network"]
+    target: str
+    request_id: Optional[str]
+    request: Optional[dict[str, Any]]
+    content: Optional[str]
+    exit_code: Optional[int]
+    stdout: Optional[str]
+    stderr: Optional[str]
+    status: Optional[int]
+
+
 __all__ = [
     "Action",
     "Allowed",
+    "ApprovalAnswer",
     "ApprovalAsk",
     "Authorization",
     "Change",
@@ -188,5 +220,6 @@ __all__ = [
     "ReviewRoot",
     "Rule",
     "SpawnResult",
+    "ToolOutcome",
     "Verdict",
 ]

@@ -354,6 +354,30 @@ impl<'a> FilePolicyChecker<'a> {
             .map_err(|_| io::Error::new(io::ErrorKind::PermissionDenied, "path left its root"))?;
         Ok(open_beneath(root, rel, write)?)
     }
+
+    /// Replace the file of `check` with `content`, atomically and race-free (see
+    /// [`replace_beneath`]), when the check allows a write (or asks and the ask was
+    /// `approved`).
+    pub fn replace_checked(
+        &self,
+        check: &FileCheck,
+        content: &[u8],
+        approved: bool,
+    ) -> Result<(), OpenError> {
+        let permitted = match check.verdict.effect {
+            Effect::Allow => true,
+            Effect::Ask => approved,
+            Effect::Deny => false,
+        };
+        let Some(resolved) = check.resolved.as_deref().filter(|_| permitted) else {
+            return Err(OpenError::NotAllowed(Box::new(check.clone())));
+        };
+        let root = check.root.as_deref().unwrap_or(Path::new("/"));
+        let rel = resolved
+            .strip_prefix(root)
+            .map_err(|_| io::Error::new(io::ErrorKind::PermissionDenied, "path left its root"))?;
+        Ok(replace_beneath(root, rel, content)?)
+    }
 }
 
 /// ENAMETOOLONG, decided up front: the kernel refuses paths over `PATH_MAX` and names over
@@ -486,6 +510,180 @@ pub fn open_beneath(root: &Path, rel: &Path, write: bool) -> io::Result<File> {
     let fd = i32::try_from(fd).map_err(|_| io::Error::other("fd out of range"))?;
     // SAFETY: the kernel returned a new descriptor that we now own.
     Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Replace the file `rel` beneath `root` with `content`, atomically: its directory is opened
+/// race-free like [`open_beneath`] (no symlink, no escape), the bytes go to a fresh temporary
+/// file beside it (`O_EXCL`, never a name that exists), are synced, and the temporary is
+/// renamed over the name. A reader, or a crash, sees the old content or the new, never a
+/// part. An existing file keeps its permission bits; a new one gets `0o666` less the umask.
+/// A symlink or a directory now at the name is refused (nothing is written through it).
+#[cfg(target_os = "linux")]
+pub fn replace_beneath(root: &Path, rel: &Path, content: &[u8]) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::io::Write;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::unix::ffi::OsStrExt;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+
+    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidInput, what.to_owned());
+    let name = rel
+        .file_name()
+        .ok_or_else(|| invalid("no file name to write"))?;
+    let parent = rel.parent().unwrap_or(Path::new(""));
+    let dir = open_beneath_fd(
+        root,
+        parent,
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        0,
+    )?;
+    let name_c = CString::new(name.as_bytes()).map_err(|_| invalid("NUL in path"))?;
+    // SAFETY: `stat` is a plain C struct; zeroed is a valid value for fstatat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid descriptor, NUL-terminated name, and a writable stat buffer.
+    let found = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name_c.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    } == 0;
+    let mode = if found {
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFREG => Some(st.st_mode & 0o7777),
+            libc::S_IFLNK => return Err(io::Error::from_raw_os_error(libc::ELOOP)),
+            libc::S_IFDIR => return Err(io::Error::from_raw_os_error(libc::EISDIR)),
+            _ => return Err(invalid("not a regular file")),
+        }
+    } else {
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::NotFound {
+            return Err(err);
+        }
+        None
+    };
+    let tmp = format!(
+        ".{}.turngate-{}-{}.tmp",
+        name.to_string_lossy(),
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let tmp_c = CString::new(tmp).map_err(|_| invalid("NUL in path"))?;
+    // SAFETY: valid descriptor and NUL-terminated name; the result is checked.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            tmp_c.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o666 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel returned a new descriptor that we now own.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    let written = (|| {
+        if let Some(mode) = mode {
+            // SAFETY: an owned, open descriptor.
+            if unsafe { libc::fchmod(file.as_raw_fd(), mode) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        file.write_all(content)?;
+        file.sync_all()?;
+        // SAFETY: valid descriptor and NUL-terminated names, both beneath `dir`.
+        if unsafe {
+            libc::renameat(
+                dir.as_raw_fd(),
+                tmp_c.as_ptr(),
+                dir.as_raw_fd(),
+                name_c.as_ptr(),
+            )
+        } != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    })();
+    drop(file);
+    if written.is_err() {
+        // SAFETY: valid descriptor and NUL-terminated name; a failure leaves nothing to undo.
+        unsafe { libc::unlinkat(dir.as_raw_fd(), tmp_c.as_ptr(), 0) };
+        return written;
+    }
+    // The rename is durable once the directory is synced (best effort: the data is in).
+    let dir = File::from(dir);
+    let _ = dir.sync_all();
+    Ok(())
+}
+
+/// `openat2(root, rel, flags, mode)` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
+/// RESOLVE_NO_SYMLINKS`.
+#[cfg(target_os = "linux")]
+fn open_beneath_fd(
+    root: &Path,
+    rel: &Path,
+    flags: libc::c_int,
+    mode: u64,
+) -> io::Result<std::os::fd::OwnedFd> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+
+    let root_c = CString::new(root.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in root"))?;
+    let rel_bytes = rel.as_os_str().as_bytes();
+    let rel_c = CString::new(if rel_bytes.is_empty() {
+        b"." as &[u8]
+    } else {
+        rel_bytes
+    })
+    .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
+    // SAFETY: `root_c` is a valid NUL-terminated string; the returned fd is checked.
+    let root_fd = unsafe {
+        libc::open(
+            root_c.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if root_fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `root_fd` is a freshly opened, owned descriptor.
+    let root_fd = unsafe { OwnedFd::from_raw_fd(root_fd) };
+    // SAFETY: `open_how` is a plain C struct; zeroed is a valid value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = flags as u64;
+    how.mode = mode;
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS | libc::RESOLVE_NO_SYMLINKS;
+    // SAFETY: all pointers are valid for the call; the size matches the struct passed.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            root_fd.as_raw_fd(),
+            rel_c.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = i32::try_from(fd).map_err(|_| io::Error::other("fd out of range"))?;
+    // SAFETY: the kernel returned a new descriptor that we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Atomic replacement needs `openat2`; elsewhere it fails closed.
+#[cfg(not(target_os = "linux"))]
+pub fn replace_beneath(_root: &Path, _rel: &Path, _content: &[u8]) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "race-free writes need openat2 (Linux)",
+    ))
 }
 
 /// Race-free opens need `openat2`; elsewhere they fail closed.

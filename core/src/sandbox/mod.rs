@@ -55,7 +55,8 @@ pub use protect::QuarantinedPath;
 pub use report::{BackendProbe, Degradation, DegradationArea, EnforcementLevel, SandboxReport};
 pub use restricted_token::RestrictedTokenBackend;
 pub use runner::{
-    PipeEnd, ProcessOutcome, ProcessRequest, ProcessRunner, RunError, StdinPolicy, StdioPipes,
+    OutputSink, OutputStream, PipeEnd, ProcessOutcome, ProcessRequest, ProcessRunner, RunError,
+    StdinPolicy, StdioPipes,
 };
 pub use seatbelt::SeatbeltBackend;
 pub use spec::{

@@ -73,6 +73,40 @@ pub struct ProcessRequest {
     /// A server's stdin and stdout, in place of `stdin` and the captured stdout; its stderr
     /// is then copied to this process's stderr as it comes instead of captured.
     pub stdio: Option<Arc<StdioPipes>>,
+    /// Bytes written to the child's stdin (a pipe, closed after them), in place of `stdin`.
+    pub stdin_data: Option<Arc<[u8]>>,
+    /// Called with every chunk of stdout and stderr as it is read (before the cap applies to
+    /// the captured copy).
+    pub on_output: Option<OutputSink>,
+}
+
+/// Which output stream a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputStream {
+    /// The child's stdout.
+    Stdout,
+    /// The child's stderr.
+    Stderr,
+}
+
+impl OutputStream {
+    /// `stdout` or `stderr`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OutputStream::Stdout => "stdout",
+            OutputStream::Stderr => "stderr",
+        }
+    }
+}
+
+/// A callback that receives a command's output as it comes.
+#[derive(Clone)]
+pub struct OutputSink(pub Arc<dyn Fn(OutputStream, &[u8]) + Send + Sync>);
+
+impl std::fmt::Debug for OutputSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputSink(..)")
+    }
 }
 
 /// One end of a pipe: a descriptor (Unix) or a handle (Windows).
@@ -138,7 +172,21 @@ impl ProcessRequest {
             output_cap: DEFAULT_OUTPUT_CAP,
             sandbox: None,
             stdio: None,
+            stdin_data: None,
+            on_output: None,
         }
+    }
+
+    /// Write `data` to the child's stdin (a pipe closed after it) instead of `stdin`.
+    pub fn stdin_bytes(mut self, data: impl Into<Arc<[u8]>>) -> Self {
+        self.stdin_data = Some(data.into());
+        self
+    }
+
+    /// Hand every chunk of output to `sink` as it is read.
+    pub fn on_output(mut self, sink: OutputSink) -> Self {
+        self.on_output = Some(sink);
+        self
     }
 
     /// Connect the child's stdin and stdout to `pipes` (a server that speaks over them).
@@ -314,12 +362,20 @@ async fn forward_to_stderr<R: AsyncRead + Unpin>(mut reader: R) {
 }
 
 #[cfg(unix)]
-async fn read_capped<R: AsyncRead + Unpin>(mut reader: R, cap: usize, out: &mut Capped) {
+async fn read_capped<R: AsyncRead + Unpin>(
+    mut reader: R,
+    cap: usize,
+    out: &mut Capped,
+    sink: Option<(&OutputSink, OutputStream)>,
+) {
     let mut chunk = [0u8; 8192];
     loop {
         match reader.read(&mut chunk).await {
             Ok(0) | Err(_) => return,
             Ok(n) => {
+                if let Some((sink, stream)) = sink {
+                    (sink.0)(stream, &chunk[..n]);
+                }
                 let room = cap.saturating_sub(out.data.len());
                 if n > room {
                     out.truncated = true;
@@ -998,6 +1054,7 @@ impl ProcessRunner {
         cmd.current_dir(&request.cwd)
             .stdin(match (&stdio, request.stdin) {
                 (Some(pipes), _) => Stdio::from(pipes.stdin.try_clone()?),
+                (None, _) if request.stdin_data.is_some() => Stdio::piped(),
                 (None, StdinPolicy::Null) => Stdio::null(),
                 (None, StdinPolicy::Inherit) => Stdio::inherit(),
             })
@@ -1188,6 +1245,9 @@ impl ProcessRunner {
         tokio::pin!(proxy);
 
         let stdout = child.stdout.take();
+        let stdin = child.stdin.take();
+        let stdin_data = request.stdin_data.take();
+        let sink = request.on_output.take();
         let (Some(stderr), true) = (child.stderr.take(), stdout.is_some() || forward_stderr) else {
             return Err(RunError::Io(std::io::Error::other("child pipes missing")));
         };
@@ -1202,15 +1262,25 @@ impl ProcessRunner {
             let readers = async {
                 tokio::join!(
                     async {
+                        if let (Some(mut stdin), Some(data)) = (stdin, stdin_data) {
+                            use tokio::io::AsyncWriteExt;
+                            // A child that stops reading early closes the pipe: not an error.
+                            let _ = stdin.write_all(&data).await;
+                            let _ = stdin.shutdown().await;
+                        }
+                    },
+                    async {
                         if let Some(stdout) = stdout {
-                            read_capped(stdout, cap, &mut out).await;
+                            let sink = sink.as_ref().map(|s| (s, OutputStream::Stdout));
+                            read_capped(stdout, cap, &mut out, sink).await;
                         }
                     },
                     async {
                         if forward_stderr {
                             forward_to_stderr(stderr).await;
                         } else {
-                            read_capped(stderr, cap, &mut err).await;
+                            let sink = sink.as_ref().map(|s| (s, OutputStream::Stderr));
+                            read_capped(stderr, cap, &mut err, sink).await;
                         }
                     }
                 )

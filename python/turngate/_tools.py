@@ -1,0 +1,384 @@
+"""The guarded tools (``Gate.read_file``, ``write_file``, ``edit_file``, ``run_shell``,
+``fetch_url``) and the one-line turn (:func:`turn`).
+
+Every decision, text and file operation is the core's (``bindings/src/tools.rs``); this module
+gives the tools their Python signatures and does the one thing the core leaves to the
+language: ``fetch_url``'s HTTP exchange, over a connection to an address the core vetted (the
+name is resolved once, by the core; TLS verifies the URL's host with this Python's trust store,
+SNI included). Redirects are reported, never followed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import os
+import socket
+import ssl
+import uuid
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union, cast
+
+from ._turngate import Decision, Policy, Store, TurnGateError
+from ._turngate import _default_store_path, _fetch_done, _fetch_failed, _turn_snapshot
+from ._types import ApprovalAnswer, SpawnResult, ToolOutcome
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from ._guard import Gate
+
+_PathLike = Union[str, "os.PathLike[str]"]
+OnOutput = Callable[[str, bytes], Any]
+
+#: The default cap of a ``fetch_url`` body (bytes).
+FETCH_MAX_BYTES = 1 << 20
+#: The default ``fetch_url`` timeout (milliseconds).
+FETCH_TIMEOUT_MS = 30_000
+
+
+def _outcome(step: dict[str, Any]) -> ToolOutcome:
+    step = dict(step)
+    step.pop("step", None)
+    return cast(ToolOutcome, step)
+
+
+def _content(content: Union[str, bytes]) -> tuple[Optional[bytes], Optional[str]]:
+    if isinstance(content, bytes):
+        return content, None
+    if isinstance(content, str):
+        return None, content
+    raise TypeError(f"content must be str or bytes, not {type(content).__name__}")
+
+
+def _stdin(stdin: Union[str, bytes, None]) -> Optional[bytes]:
+    if stdin is None or isinstance(stdin, bytes):
+        return stdin
+    if isinstance(stdin, str):
+        return stdin.encode()
+    raise TypeError(f"stdin must be str or bytes, not {type(stdin).__name__}")
+
+
+def _http(
+    plan: dict[str, Any],
+    method: str,
+    headers: Optional[Mapping[str, str]],
+    body: Union[str, bytes, None],
+    timeout_ms: Optional[int],
+) -> ToolOutcome:
+    """The HTTP exchange of an allowed fetch, to a vetted address only."""
+    url: str = plan["url"]
+    timeout = (timeout_ms if timeout_ms is not None else FETCH_TIMEOUT_MS) / 1000
+    sock: Optional[socket.socket] = None
+    errors: list[str] = []
+    for addr in plan["addrs"]:
+        ip, _, port = addr.rpartition(":")
+        try:
+            sock = socket.create_connection((ip.strip("[]"), int(port)), timeout=timeout)
+            break
+        except OSError as e:
+            errors.append(f"{addr}: {e}")
+    if sock is None:
+        return cast(
+            ToolOutcome,
+            _fetch_failed(url, f"could not connect to {plan['host']} ({'; '.join(errors)})"),
+        )
+    try:
+        if plan["scheme"] == "https":
+            # The certificate is checked for the URL's host (SNI too), not the address.
+            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=plan["host"])
+        conn = http.client.HTTPConnection(plan["host"], plan["port"], timeout=timeout)
+        conn.sock = sock  # the connection to the vetted address: http.client never resolves
+        data = body.encode() if isinstance(body, str) else body
+        conn.request(method, plan["path"], body=data, headers=dict(headers or {}))
+        resp = conn.getresponse()
+        raw = resp.read(FETCH_MAX_BYTES + 1)
+        conn.close()
+    except (OSError, http.client.HTTPException, ValueError) as e:
+        sock.close()
+        return cast(ToolOutcome, _fetch_failed(url, f"{type(e).__name__}: {e}"))
+    truncated = len(raw) > FETCH_MAX_BYTES
+    return cast(
+        ToolOutcome,
+        _fetch_done(url, resp.status, raw[:FETCH_MAX_BYTES], truncated, resp.getheader("Location")),
+    )
+
+
+class ToolsMixin:
+    """The guarded tools of :class:`turngate.Gate` (mixed into it)."""
+
+    _tool: Callable[..., Any]
+    _tool_blocking: Callable[..., Any]
+
+    def _open(self) -> None:
+        if getattr(self, "_closed", False):
+            raise TurnGateError("this turn's gate is closed")
+
+    # ---- read_file ---------------------------------------------------------------------------
+
+    async def read_file(
+        self,
+        path: _PathLike,
+        *,
+        item_id: Optional[str] = None,
+        tool: Optional[str] = None,
+        approval: Optional[ApprovalAnswer] = None,
+        max_bytes: Optional[int] = None,
+    ) -> ToolOutcome:
+        """Read a file through the gate (relative paths against the snapshot's cwd), opened
+        race-free; up to ``max_bytes`` (default 1 MiB) as text in ``content``."""
+        self._open()
+        step = await self._tool(
+            "read_file", path=path, item_id=item_id, tool=tool, approval=approval, max_bytes=max_bytes
+        )
+        return _outcome(step)
+
+    def read_file_blocking(
+        self,
+        path: _PathLike,
+        *,
+        item_id: Optional[str] = None,
+        tool: Optional[str] = None,
+        approval: Optional[ApprovalAnswer] = None,
+        max_bytes: Optional[int] = None,
+    ) -> ToolOutcome:
+        """:meth:`read_file`, blocking."""
+        self._open()
+        return _outcome(
+            self._tool_blocking(
+                "read_file", path=path, item_id=item_id, tool=tool, approval=approval, max_bytes=max_bytes
+            )
+        )
+
+    # ---- write_file / edit_file --------------------------------------------------------------
+
+    async def write_file(
+        self,
+        path: _PathLike,
+        content: Union[str, bytes],
+        *,
+        item_id: Optional[str] = None,
+        tool: Optional[str] = None,
+        approval: Optional[ApprovalAnswer] = None,
+    ) -> ToolOutcome:
+        """Write a whole file through the gate: atomically (a temporary file beside it,
+        renamed over it) and race-free beneath its root."""
+        self._open()
+        data, text = _content(content)
+        step = await self._tool(
+            "write_file", data, path=path, content=text, item_id=item_id, tool=tool, approval=approval
+        )
+        return _outcome(step)
+
+    def write_file_blocking(
+        self,
+        path: _PathLike,
+        content: Union[str, bytes],
+        *,
+        item_id: Optional[str] = None,
+        tool: Optional[str] = None,
+        approval: Optional[ApprovalAnswer] = None,
+    ) -> ToolOutcome:
+        """:meth:`write_file`, blocking."""
+        self._open()
+        data, text = _content(content)
+        return _outcome(
+            self._tool_blocking(
+                "write_file", data, path=path, content=text, item_id=item_id, tool=tool, approval=approval
+            )
+        )
+
+    async def edit_file(
+        self,
+        path: _PathLike,
+        old: str,
+        new: str,
+        *,
+        item_id: Optional[str] = None,
+        tool: Optional[str] = None,
+        approval: Optional[ApprovalAnswer] = None,
+    ) -> ToolOutcome:
+        """Replace exactly one occurrence of ``old`` with ``new``: authorized as a write and
+        judged as a read too; zero or several occurrences fail and write nothing."""
+        self._open()
+        step = await self._tool(
+            "edit_file", path=path, old=old, new=new, item_id=item_id, tool=tool, approval=approval
+        )
+        return _outcome(step)
+
+    def edit_file_blocking(
+        self,
+        path: _PathLike,
+        old: str,
+        new: str,
+        *,
+        item_id: Optional[str] = None,
+        tool: Optional[str] = None,
+        approval: Optional[ApprovalAnswer] = None,
+    ) -> ToolOutcome:
+        """:meth:`edit_file`, blocking."""
+        self._open()
+        return _outcome(
+            self._tool_blocking(
+                "edit_file", path=path, old=old, new=new, item_id=item_id, tool=tool, approval=approval
+            )
+        )
+
+    # ---- run_shell ---------------------------------------------------------------------------
+
+    async def run_shell(
+        self,
+        command: str,
+        *,
+        env: Optional[Mapping[str, str]] = None,
+        timeout_ms: Optional[int] = None,
+        stdin: Union[str, bytes, None] = None,
+        cwd: Optional[_PathLike] = None,
+        on_output: Optional[OnOutput] = None,
+        item_id: Optional[str] = None,
+        tool: Optional[str] = None,
+        approval: Optional[ApprovalAnswer] = None,
+    ) -> ToolOutcome:
+        """Run a shell command through the gate, under the snapshot's sandbox. ``env`` is
+        added to the environment (then filtered by the snapshot's env policy), ``timeout_ms``
+        is capped by the snapshot's, ``on_output(stream, chunk)`` gets every chunk of output
+        (on the event loop). A program that is not there is exit 127, not an exception."""
+        self._open()
+        step = await self._tool(
+            "run_shell",
+            _stdin(stdin),
+            on_output,
+            command=command,
+            env=dict(env) if env is not None else None,
+            timeout_ms=timeout_ms,
+            cwd=cwd,
+            item_id=item_id,
+            tool=tool,
+            approval=approval,
+        )
+        return _outcome(step)
+
+    def run_shell_blocking(
+        self,
+        command: str,
+        *,
+        env: Optional[Mapping[str, str]] = None,
+        timeout_ms: Optional[int] = None,
+        stdin: Union[str, bytes, None] = None,
+        cwd: Optional[_PathLike] = None,
+        on_output: Optional[OnOutput] = None,
+        item_id: Optional[str] = None,
+        tool: Optional[str] = None,
+        approval: Optional[ApprovalAnswer] = None,
+    ) -> ToolOutcome:
+        """:meth:`run_shell`, blocking (``on_output`` is called from a worker thread)."""
+        self._open()
+        return _outcome(
+            self._tool_blocking(
+                "run_shell",
+                _stdin(stdin),
+                on_output,
+                command=command,
+                env=dict(env) if env is not None else None,
+                timeout_ms=timeout_ms,
+                cwd=cwd,
+                item_id=item_id,
+                tool=tool,
+                approval=approval,
+            )
+        )
+
+    # ---- fetch_url ---------------------------------------------------------------------------
+
+    async def fetch_url(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        headers: Optional[Mapping[str, str]] = None,
+        body: Union[str, bytes, None] = None,
+        timeout_ms: Optional[int] = None,
+        item_id: Optional[str] = None,
+        tool: Optional[str] = None,
+        approval: Optional[ApprovalAnswer] = None,
+    ) -> ToolOutcome:
+        """Fetch an http(s) URL through the gate: the core checks the host, resolves it once
+        and vets the addresses; the request goes to one of those only. A 3xx is reported
+        with its location, not followed (fetch it again: it is checked again)."""
+        self._open()
+        step = await self._tool(
+            "fetch_url", url=url, method=method, item_id=item_id, tool=tool, approval=approval
+        )
+        if step["step"] == "done":
+            return _outcome(step)
+        return await asyncio.to_thread(_http, step, method, headers, body, timeout_ms)
+
+    def fetch_url_blocking(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        headers: Optional[Mapping[str, str]] = None,
+        body: Union[str, bytes, None] = None,
+        timeout_ms: Optional[int] = None,
+        item_id: Optional[str] = None,
+        tool: Optional[str] = None,
+        approval: Optional[ApprovalAnswer] = None,
+    ) -> ToolOutcome:
+        """:meth:`fetch_url`, blocking."""
+        self._open()
+        step = self._tool_blocking(
+            "fetch_url", url=url, method=method, item_id=item_id, tool=tool, approval=approval
+        )
+        if step["step"] == "done":
+            return _outcome(step)
+        return _http(step, method, headers, body, timeout_ms)
+
+    # ---- the turn's lifetime -----------------------------------------------------------------
+
+    def close(self) -> None:
+        """End the turn: the guarded tools refuse from now on (``TurnGateError``). Idempotent."""
+        self._closed = True
+
+    def __enter__(self) -> "Self":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "Self":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+def turn(
+    workspace: _PathLike,
+    mode: str = "auto_accept_edits",
+    *,
+    store: Union[Store, _PathLike, None] = None,
+    approver: Any = None,
+    policy: Union[Policy, Mapping[str, Any], None] = None,
+    turn_id: Optional[str] = None,
+) -> "Gate":
+    """A turn in one line: the snapshot of ``mode`` over ``workspace`` on this platform, a
+    store and a gate. ``store=None`` is the default durable store, the CLI's
+    (``$XDG_STATE_HOME/turngate/audit.db``, else ``~/.local/state/turngate/audit.db``); a path
+    opens that one. ``approver`` is ``Gate``'s (default ``"deny_all"``; adapters use
+    ``"defer_all"``). ``policy`` (a :class:`Policy` or its dict) is the selection's policy.
+    Returns a :class:`turngate.Gate`, usable as ``with``/``async with``."""
+    from ._guard import Gate as _Gate
+
+    if isinstance(policy, Policy):
+        policy_doc: Optional[Mapping[str, Any]] = policy.to_dict()
+    else:
+        policy_doc = policy
+    snapshot = _turn_snapshot(workspace, mode, dict(policy_doc) if policy_doc is not None else None)
+    if store is None:
+        store = Store(_default_store_path())
+    elif not isinstance(store, Store):
+        store = Store(os.fspath(store))
+    return _Gate(turn_id or f"turn-{uuid.uuid4().hex[:16]}", snapshot, store, approver)
+
+
+__all__ = ["ToolsMixin", "turn", "Decision", "SpawnResult"]
