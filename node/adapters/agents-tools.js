@@ -75,7 +75,7 @@ function create(agentsTool, z) {
       const spec = GUARDED[name]
       if (!spec) throw invalid('turngateTools', `no guarded tool named ${JSON.stringify(name)} (${Object.keys(GUARDED).join(', ')})`)
       const toolOptions = name === 'run_shell' ? options.shell : name === 'fetch_url' ? options.fetch : options
-      const action = (input, callId) => guardedAction(gate, name, spec, input, callId, toolOptions)
+      const action = (input, callId, runContext, details) => guardedAction(gate, name, spec, input, callId, toolOptions, details && details.signal)
       return gatedFunctionTool(calls, name, spec.description, SCHEMAS[name], action, (outcome) => outcome.toolResult)
     })
   }

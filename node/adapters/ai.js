@@ -103,13 +103,13 @@ function turngateTools(gate, options = {}) {
     const spec = GUARDED[name]
     if (!spec) throw invalid('turngateTools', `no guarded tool named ${JSON.stringify(name)} (${Object.keys(GUARDED).join(', ')})`)
     const toolOptions = name === 'run_shell' ? options.shell : name === 'fetch_url' ? options.fetch : options
-    const action = (input, toolCallId) => guardedAction(gate, name, spec, input, toolCallId, toolOptions)
+    const action = (input, toolCallId, signal) => guardedAction(gate, name, spec, input, toolCallId, toolOptions, signal)
     tools[name] = {
       description: spec.description,
       inputSchema: SCHEMAS[name],
       needsApproval: (input, { toolCallId, messages }) => needsApproval(calls, action, input, toolCallId, messages),
-      execute: async (input, { toolCallId, messages }) => {
-        const outcome = await calls.run(toolCallId, action(input, toolCallId), answerFor(messages, toolCallId))
+      execute: async (input, { toolCallId, messages, abortSignal }) => {
+        const outcome = await calls.run(toolCallId, action(input, toolCallId, abortSignal), answerFor(messages, toolCallId))
         return outcome.toolResult
       },
     }

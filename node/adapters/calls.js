@@ -221,8 +221,8 @@ function stringFields(where, spec, input) {
   }
 }
 
-/** A guarded tool call: `gate[method](...args, {itemId, tool, approval, ...})`. */
-function guardedAction(gate, name, spec, input, callId, toolOptions) {
+/** A guarded tool call: `gate[method](...args, {itemId, tool, approval, signal, ...})`. */
+function guardedAction(gate, name, spec, input, callId, toolOptions, signal) {
   stringFields(name, spec, input)
   if (typeof gate[spec.method] !== 'function') {
     throw invalid(name, `this turngate Gate has no \`${spec.method}\` (the guarded tools need a newer turngate)`)
@@ -242,6 +242,8 @@ function guardedAction(gate, name, spec, input, callId, toolOptions) {
           ...options,
           itemId: callId,
           tool: name,
+          // The framework's abort (a cancelled run) stops the call (`runShell` kills the command).
+          ...(signal instanceof AbortSignal ? { signal } : {}),
           ...(approval ? { approval } : {}),
         }),
       ),
