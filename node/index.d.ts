@@ -267,6 +267,100 @@ export interface Gate {
 export declare const ACTION_KINDS: readonly ActionKind[]
 
 
+// ---- the guarded tools and the one-line turn (issue 19) -------------------------------------
+
+/** A guarded tool's `approval`: this call continues deferred request `requestId` with the
+ * person's answer (refused, nothing spent, for another kind, target, cwd or turn, or when
+ * already used). */
+export type ToolApproval = {
+  requestId: string
+  decision: Decision | boolean | 'allow_once' | 'allow_for_turn' | 'deny'
+}
+
+/** What a guarded tool did. `toolResult` is the text for the model, for every outcome; fields
+ * a tool does not fill are `null`. */
+export type ToolOutcome = {
+  outcome: 'ok' | 'denied' | 'deferred' | 'failed'
+  toolResult: string
+  kind: 'file_read' | 'file_write' | 'shell' | 'network'
+  /** The action as checked: the resolved absolute path, the command line, the URL. */
+  target: string
+  requestId: string | null
+  /** Deferred: the approval request exactly as a person is shown it. */
+  request: JsonObject | null
+  content: string | null
+  exitCode: number | null
+  stdout: string | null
+  stderr: string | null
+  status: number | null
+}
+
+/** What every guarded tool takes. */
+export type ToolOptions = {
+  /** The framework's tool-call id, kept in the audit row. */
+  itemId?: string
+  /** The tool's name in rules and audit rows. */
+  tool?: string
+  approval?: ToolApproval
+  signal?: AbortSignal
+}
+
+export type ReadFileOptions = ToolOptions & { maxBytes?: number }
+
+export type RunShellOptions = ToolOptions & {
+  /** Added to the environment, then filtered by the snapshot's env policy. */
+  env?: Record<string, string>
+  /** Capped by the snapshot's. */
+  timeoutMs?: number
+  stdin?: string | Uint8Array
+  /** Relative to the snapshot's cwd. */
+  cwd?: string
+  /** Every chunk of output as it comes. */
+  onOutput?: (stream: 'stdout' | 'stderr', chunk: Buffer) => void
+}
+
+export type FetchUrlOptions = ToolOptions & {
+  method?: string
+  headers?: Record<string, string>
+  body?: string | Uint8Array
+  timeoutMs?: number
+}
+
+export interface Gate {
+  /** Read a file through the gate (relative paths against the snapshot's cwd), opened race-free. */
+  readFile(path: string, opts?: ReadFileOptions): Promise<ToolOutcome>
+  /** Write a whole file: atomically (a temporary file renamed over it), race-free. */
+  writeFile(path: string, content: string | Uint8Array, opts?: ToolOptions): Promise<ToolOutcome>
+  /** Replace exactly one occurrence of `old`; zero or several fail and write nothing. */
+  editFile(path: string, old: string, replacement: string, opts?: ToolOptions): Promise<ToolOutcome>
+  /** Run a command under the snapshot's sandbox; a missing program is exit 127. `signal` kills it. */
+  runShell(command: string, opts?: RunShellOptions): Promise<ToolOutcome>
+  /** Fetch an http(s) URL, connecting only to the addresses the core vetted; redirects are not followed. */
+  fetchUrl(url: string, opts?: FetchUrlOptions): Promise<ToolOutcome>
+  /** Ends the turn: calls still waiting reject, the guarded tools refuse from now on. */
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** Options of `Turn.create`. */
+export type TurnOptions = {
+  /** Default `auto_accept_edits`. */
+  mode?: PermissionMode | string
+  /** A `Store`, a path, or the CLI's default store (`$XDG_STATE_HOME/turngate/audit.db`, else `~/.local/state/turngate/audit.db`). */
+  store?: Store | string
+  /** Default `deny_all`; adapters use `'defer_all'`. */
+  approver?: Approver | ApproverFunction | 'approve_all' | 'deny_all' | 'defer_all'
+  /** The selection's policy (a `Policy` or its object form). */
+  policy?: Policy | PolicyFile
+  turnId?: string
+  signal?: AbortSignal
+}
+
+/** The one-line turn. */
+export declare const Turn: {
+  /** The snapshot of `mode` over `workspace` on this platform, a store and a gate. */
+  create(workspace: string, opts?: TurnOptions): Promise<Gate>
+}
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -387,6 +481,7 @@ export declare class Gate {
    * reject with an `ApprovalError`. Later calls are unaffected.
    */
   close(): void
+
 }
 
 /** A request opened on the broker; `wait()` resolves to its outcome. */
@@ -537,6 +632,19 @@ export declare class Subscription {
   cancel(): void
 }
 
+/**
+ * The control of one guarded tool call (what `runShell`'s `onOutput` and `signal` use): its
+ * output as it comes, and its cancellation.
+ */
+export declare class ToolCall {
+  /** A control for one call. */
+  constructor()
+  /** The next chunk of output, or `null` once the call is over. */
+  next(): Promise<OutputChunk | null>
+  /** Cancel the call: a command still running is killed, and the call's Promise rejects. */
+  cancel(): void
+}
+
 /** One action of a batch. */
 export interface Action {
   /** The action kind's wire name. */
@@ -655,6 +763,14 @@ export interface OpenResult {
   fd?: number
   /** Denied: the refusal. */
   denial?: Denial
+}
+
+/** One chunk of a command's output. */
+export interface OutputChunk {
+  /** `stdout` or `stderr`. */
+  stream: 'stdout' | 'stderr'
+  /** The bytes. */
+  chunk: Buffer
 }
 
 /**

@@ -308,6 +308,202 @@ function guard(options, fn) {
 }
 Object.defineProperty(native.Gate.prototype, 'guard', { value: guard, writable: true, enumerable: false, configurable: true })
 
+// ---- the guarded tools and the one-line turn (issue 19) ----------------------------------------
+// Every decision, text and file operation is the core's (bindings/src/tools.rs). Here: the
+// camelCase signatures, the output stream, AbortSignal, and fetchUrl's HTTP exchange, over a
+// connection to an address the core vetted (the name is resolved once, by the core; `lookup`
+// is pinned to the vetted addresses, so Node never resolves it again, and TLS checks the URL's
+// host, SNI included). Redirects are reported, never followed.
+
+const FETCH_MAX_BYTES = 1 << 20
+const FETCH_TIMEOUT_MS = 30_000
+const closedGates = new WeakSet()
+
+function abortError(signal) {
+  return signal.reason instanceof Error ? signal.reason : Object.assign(new Error('This operation was aborted'), { name: 'AbortError', reason: signal.reason })
+}
+
+function bytesOf(value, what) {
+  if (value == null) return null
+  if (Buffer.isBuffer(value)) return value
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+  if (typeof value === 'string') return Buffer.from(value, 'utf8')
+  throw new InvalidInputError(`${what} must be a string, a Buffer or a Uint8Array`, 'InvalidInput')
+}
+
+const outcomeOf = ({ step, ...outcome }) => outcome
+
+function text(value, what) {
+  if (typeof value !== 'string') throw new InvalidInputError(`${what} must be a string, not ${value === null ? 'null' : typeof value}`, 'InvalidInput')
+  return value
+}
+
+function optsOf(opts, what) {
+  if (opts == null) return {}
+  if (typeof opts !== 'object') throw new InvalidInputError(`${what}: the options must be an object, not ${typeof opts}`, 'InvalidInput')
+  return opts
+}
+
+/** Run native tool `name` with `args`; `opts.signal` cancels it (a running command is killed);
+ * `opts.onOutput(stream, chunk)` gets the output as it comes. */
+async function callTool(gate, name, args, data, opts = {}) {
+  if (closedGates.has(gate)) throw new TurnGateError("this turn's gate is closed", 'InvalidInput')
+  const { signal, onOutput } = opts
+  if (onOutput != null && typeof onOutput !== 'function') throw new InvalidInputError('onOutput must be a function (stream, chunk)', 'InvalidInput')
+  if (signal?.aborted) throw abortError(signal)
+  const control = new native.ToolCall()
+  const onAbort = () => control.cancel()
+  signal?.addEventListener('abort', onAbort, { once: true })
+  try {
+    // The call attaches its output to `control` before the pump first asks for it.
+    const call = gate._tool(name, args, data, control, typeof onOutput === 'function')
+    const pump = (async () => {
+      if (!onOutput) return
+      for (let c = await control.next(); c !== null; c = await control.next()) onOutput(c.stream, c.chunk)
+    })()
+    const step = await call
+    await pump
+    return step
+  } catch (error) {
+    if (signal?.aborted) throw abortError(signal)
+    throw error
+  } finally {
+    signal?.removeEventListener('abort', onAbort)
+  }
+}
+
+const common = (opts) => ({ itemId: opts.itemId, tool: opts.tool, approval: opts.approval })
+
+function httpExchange(plan, opts) {
+  const transport = plan.scheme === 'https' ? require('node:https') : require('node:http')
+  const addrs = plan.addrs.map((a) => {
+    const i = a.lastIndexOf(':')
+    const ip = a.slice(0, i).replace(/^\[|\]$/g, '')
+    return { address: ip, family: ip.includes(':') ? 6 : 4 }
+  })
+  // The vetted addresses, in order: Node connects to these and never resolves the name.
+  const lookup = (_host, options, callback) => {
+    if (options && options.all) callback(null, addrs)
+    else callback(null, addrs[0].address, addrs[0].family)
+  }
+  const body = bytesOf(opts.body, 'body')
+  return new Promise((resolve) => {
+    const req = transport.request({
+      host: plan.host,
+      port: plan.port,
+      path: plan.path,
+      method: opts.method ?? 'GET',
+      headers: opts.headers ?? {},
+      lookup,
+      signal: opts.signal,
+      timeout: opts.timeoutMs ?? FETCH_TIMEOUT_MS,
+      servername: plan.scheme === 'https' ? plan.host : undefined,
+    })
+    req.on('timeout', () => req.destroy(new Error(`timed out after ${opts.timeoutMs ?? FETCH_TIMEOUT_MS} ms`)))
+    req.on('error', (e) => {
+      if (opts.signal?.aborted) resolve({ aborted: true })
+      else resolve({ outcome: native._fetchFailed(plan.url, `${e.name}: ${e.message}`) })
+    })
+    req.on('response', (res) => {
+      const chunks = []
+      let size = 0
+      let truncated = false
+      res.on('data', (c) => {
+        if (size >= FETCH_MAX_BYTES) { truncated = true; return }
+        chunks.push(c)
+        size += c.length
+      })
+      res.on('end', () => {
+        let data = Buffer.concat(chunks)
+        if (data.length > FETCH_MAX_BYTES) { data = data.subarray(0, FETCH_MAX_BYTES); truncated = true }
+        const location = typeof res.headers.location === 'string' ? res.headers.location : null
+        resolve({ outcome: native._fetchDone(plan.url, res.statusCode ?? 0, data, truncated, location) })
+      })
+      res.on('error', (e) => resolve({ outcome: native._fetchFailed(plan.url, e.message) }))
+    })
+    req.end(body ?? undefined)
+  })
+}
+
+const gateTools = {
+  async readFile(path, opts) {
+    opts = optsOf(opts, 'Gate.readFile')
+    const args = { path: text(path, 'Gate.readFile: path'), maxBytes: opts.maxBytes, ...common(opts) }
+    return outcomeOf(await callTool(this, 'read_file', args, null, opts))
+  },
+  async writeFile(path, content, opts) {
+    opts = optsOf(opts, 'Gate.writeFile')
+    const isText = typeof content === 'string'
+    if (content == null) throw new InvalidInputError('Gate.writeFile: content must be a string, a Buffer or a Uint8Array', 'InvalidInput')
+    const data = isText ? null : bytesOf(content, 'Gate.writeFile: content')
+    const args = { path: text(path, 'Gate.writeFile: path'), content: isText ? content : null, ...common(opts) }
+    return outcomeOf(await callTool(this, 'write_file', args, data, opts))
+  },
+  async editFile(path, old, replacement, opts) {
+    opts = optsOf(opts, 'Gate.editFile')
+    const args = { path: text(path, 'Gate.editFile: path'), old: text(old, 'Gate.editFile: old'), new: text(replacement, 'Gate.editFile: new'), ...common(opts) }
+    return outcomeOf(await callTool(this, 'edit_file', args, null, opts))
+  },
+  async runShell(command, opts) {
+    opts = optsOf(opts, 'Gate.runShell')
+    const args = { command: text(command, 'Gate.runShell: command'), env: opts.env, timeoutMs: opts.timeoutMs, cwd: opts.cwd == null ? null : text(opts.cwd, 'Gate.runShell: cwd'), ...common(opts) }
+    return outcomeOf(await callTool(this, 'run_shell', args, bytesOf(opts.stdin, 'Gate.runShell: stdin'), opts))
+  },
+  async fetchUrl(url, opts) {
+    opts = optsOf(opts, 'Gate.fetchUrl')
+    const step = await callTool(this, 'fetch_url', { url: text(url, 'Gate.fetchUrl: url'), method: opts.method ?? 'GET', ...common(opts) }, null, { signal: opts.signal })
+    if (step.step === 'done') return outcomeOf(step)
+    const r = await httpExchange(step, opts)
+    if (r.aborted) throw abortError(opts.signal)
+    return r.outcome
+  },
+}
+for (const [name, value] of Object.entries(gateTools)) {
+  Object.defineProperty(native.Gate.prototype, name, { value, writable: true, enumerable: false, configurable: true })
+}
+{
+  const nativeClose = native.Gate.prototype.close
+  const close = function close() {
+    closedGates.add(this)
+    return nativeClose.call(this)
+  }
+  Object.defineProperty(native.Gate.prototype, 'close', { value: close, writable: true, enumerable: false, configurable: true })
+  if (typeof Symbol.asyncDispose === 'symbol') {
+    Object.defineProperty(native.Gate.prototype, Symbol.asyncDispose, { value: async function () { this.close() }, writable: true, enumerable: false, configurable: true })
+  }
+}
+
+function approverOf(approver) {
+  if (approver == null) return native.Approver.denyAll()
+  if (approver instanceof native.Approver) return approver
+  if (approver === 'approve_all') return native.Approver.approveAll()
+  if (approver === 'deny_all') return native.Approver.denyAll()
+  if (approver === 'defer_all') return native.Approver.deferAll()
+  if (typeof approver === 'function') return native.Approver.fromFunction(approver)
+  throw new InvalidInputError(`approver: expected an Approver, a function, or 'approve_all', 'deny_all' or 'defer_all', got ${String(approver)}`, 'InvalidInput')
+}
+
+/** The one-line turn: `await Turn.create(workspace, { mode, store, approver, policy, turnId, signal })`. */
+const Turn = Object.freeze({
+  async create(workspace, opts = {}) {
+    const { mode = 'auto_accept_edits', store, approver, policy, turnId, signal } = opts
+    if (signal?.aborted) throw abortError(signal)
+    const doc = policy == null ? null : typeof policy.toObject === 'function' ? policy.toObject() : policy
+    const snapshot = await native._turnSnapshot(String(workspace), mode, doc)
+    if (signal?.aborted) throw abortError(signal)
+    let s = store
+    if (s == null) s = await native.Store.open(await native._defaultStorePath())
+    else if (!(s instanceof native.Store)) s = await native.Store.open(String(s))
+    if (signal?.aborted) throw abortError(signal)
+    const id = turnId ?? `turn-${require('node:crypto').randomUUID()}`
+    try {
+      return new native.Gate(id, snapshot, { store: s, approver: approverOf(approver) })
+    } catch (error) {
+      throw argumentError(error, "Turn.create")
+    }
+  },
+})
+
 const ACTION_KINDS = Object.freeze([
   'file_read',
   'file_write',
@@ -323,7 +519,8 @@ const ACTION_KINDS = Object.freeze([
 ])
 
 // The error-factory hook is not part of the API.
-const { setHooks: _hooks, ...api } = native
+// The error-factory hook and the guarded tools' native halves are not part of the API.
+const { setHooks: _hooks, _fetchDone, _fetchFailed, _defaultStorePath, _turnSnapshot, ...api } = native
 
 // The classes, as JavaScript classes behave: called without `new`, a TypeError (napi-rs's
 // constructors would otherwise run as plain functions). Each exported class is a shell over the
@@ -367,4 +564,5 @@ module.exports = {
   ChangesError,
   InvalidInputError,
   PermissionDeniedError,
+  Turn,
 }

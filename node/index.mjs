@@ -17,6 +17,8 @@ export const {
   Approver,
   Broker,
   Gate,
+  Turn,
+  ToolCall,
   PendingApproval,
   Store,
   Subscription,

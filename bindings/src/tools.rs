@@ -102,6 +102,58 @@ impl ApprovalRecord {
         })
     }
 
+    /// An approval as a binding passes it: `{"request_id" (or "requestId"), "decision",
+    /// "for_turn"?}` where the decision is a bool (`true`: allow_once), a name
+    /// ([`ApprovalRecord::named`]) or a `Decision` object.
+    pub fn from_value(value: Value) -> Result<ApprovalRecord, TurnGateError> {
+        let Value::Object(mut map) = value else {
+            return Err(TurnGateError::invalid(
+                "approval",
+                "expected an object {request_id, decision}",
+            ));
+        };
+        let id = match map.remove("request_id").or_else(|| map.remove("requestId")) {
+            Some(Value::String(id)) => id,
+            _ => {
+                return Err(TurnGateError::invalid(
+                    "approval",
+                    "`request_id` (a string) is required",
+                ));
+            }
+        };
+        let for_turn = match map.remove("for_turn").or_else(|| map.remove("forTurn")) {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => b,
+            Some(_) => {
+                return Err(TurnGateError::invalid(
+                    "approval.for_turn",
+                    "expected a boolean",
+                ));
+            }
+        };
+        let decision = map
+            .remove("decision")
+            .ok_or_else(|| TurnGateError::invalid("approval", "`decision` is required"))?;
+        if let Some(extra) = map.keys().next() {
+            return Err(TurnGateError::invalid(
+                "approval",
+                format!("unknown field `{extra}`"),
+            ));
+        }
+        let mut record = match decision {
+            Value::Bool(true) => ApprovalRecord::named(&id, "allow_once")?,
+            Value::Bool(false) => ApprovalRecord::named(&id, "deny")?,
+            Value::String(name) => ApprovalRecord::named(&id, &name)?,
+            other => ApprovalRecord {
+                request_id: id,
+                decision: crate::approver::decision_from_value("approval.decision", other)?,
+                for_turn: false,
+            },
+        };
+        record.for_turn |= for_turn;
+        Ok(record)
+    }
+
     fn to_core(&self) -> Result<Continuation, TurnGateError> {
         if self.decision == DecisionRecord::Defer {
             return Err(TurnGateError::invalid(
@@ -648,7 +700,7 @@ struct ToolArgs {
     _body: Option<Value>,
     item_id: Option<String>,
     tool: Option<String>,
-    approval: Option<ApprovalRecord>,
+    approval: Option<Value>,
 }
 
 fn required(value: Option<String>, tool: &str, name: &str) -> Result<String, TurnGateError> {
@@ -673,7 +725,11 @@ impl GateHandle {
         let call = ToolCallRecord {
             item_id: a.item_id,
             tool: a.tool,
-            approval: a.approval,
+            approval: a
+                .approval
+                .filter(|v| !v.is_null())
+                .map(ApprovalRecord::from_value)
+                .transpose()?,
         };
         let done = match name {
             "read_file" => {
@@ -780,6 +836,7 @@ pub fn turn_snapshot(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
@@ -797,6 +854,30 @@ mod tests {
         assert_eq!(o.exit_code, Some(127));
         assert_eq!(o.stderr.as_deref(), Some("nosuch: command not found\n"));
         assert_eq!(o.outcome, "ok");
+    }
+
+    #[test]
+    fn an_approval_reads_every_bindings_shape() {
+        // Python's (a serialized record), Node's (camelCase, a name or a boolean).
+        let record = ApprovalRecord::named("r1", "allow_for_turn").unwrap();
+        let back = ApprovalRecord::from_value(serde_json::to_value(&record).unwrap()).unwrap();
+        assert_eq!(back, record);
+        let node = serde_json::json!({"requestId": "r2", "decision": false});
+        let a = ApprovalRecord::from_value(node).unwrap();
+        assert!(matches!(a.decision, DecisionRecord::Deny { .. }) && a.request_id == "r2");
+        let obj = serde_json::json!({"requestId": "r3", "decision": {"decision": "approve"}});
+        assert_eq!(
+            ApprovalRecord::from_value(obj).unwrap().decision,
+            DecisionRecord::approve()
+        );
+        for bad in [
+            serde_json::json!({"decision": "allow_once"}),
+            serde_json::json!({"requestId": "r", "decision": "maybe"}),
+            serde_json::json!({"requestId": "r", "decision": true, "extra": 1}),
+            serde_json::json!("r"),
+        ] {
+            assert!(ApprovalRecord::from_value(bad.clone()).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -116,8 +116,13 @@ pub struct Gate {
 }
 
 impl Gate {
+    /// The facade's gate (the guarded tools' module, `tools.rs`).
+    pub(crate) fn handle(&self) -> Arc<GateHandle> {
+        Arc::clone(&self.gate)
+    }
+
     /// `fut`, unless the gate is closed first.
-    fn guarded<T: Send + 'static>(
+    pub(crate) fn guarded<T: Send + 'static>(
         &self,
         fut: impl std::future::Future<Output = Result<T, TurnGateError>> + Send + 'static,
     ) -> impl std::future::Future<Output = Result<T, TurnGateError>> + Send + 'static {

@@ -17,6 +17,7 @@ pub mod policy;
 pub mod settle;
 pub mod snapshot;
 pub mod store;
+pub mod tools;
 
 /// The version of the turngate core.
 #[napi_derive::napi]

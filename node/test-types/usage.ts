@@ -1,6 +1,6 @@
 // Type-checked by test/dts.test.mjs (tsc --strict): the checked-in index.d.ts describes the
 // package as a TypeScript user calls it. Never run.
-import { Policy, Gate, Store, Approver, Broker, PolicyError, TurnGateError, PermissionDeniedError, resolve, probePlatform, type Verdict, type Effect } from '../index.js'
+import { Policy, Gate, Store, Approver, Broker, PolicyError, TurnGateError, PermissionDeniedError, Turn, resolve, probePlatform, type Verdict, type Effect, type ToolOutcome } from '../index.js'
 async function main() {
   const p = Policy.tiered({ providerHost: 'api.example.com' })
   const e: Effect = p.check('file_read', 'x')
@@ -42,6 +42,21 @@ async function main() {
   // @ts-expect-error: not a decision
   await gate.resume('apr_1', { decision: 'maybe' })
   const r: boolean = broker.respond('apr_1', 'deny').applied
-  return [e, v, a.outcome, n, m, w, s.outcome, r]
+  // The guarded tools and the one-line turn (issue 19).
+  const turn = await Turn.create('/tmp/ws', { mode: 'supervised', approver: 'defer_all', store: '/tmp/audit.db', signal: new AbortController().signal })
+  const readOut: ToolOutcome = await turn.readFile('a.txt', { maxBytes: 10, itemId: 'call_1' })
+  const body: string | null = readOut.content
+  await turn.writeFile('a.txt', new Uint8Array([1]), { approval: { requestId: readOut.requestId ?? '', decision: 'allow_for_turn' } })
+  await turn.editFile('a.txt', 'x', 'y', { approval: { requestId: 'apr_1', decision: true } })
+  const sh = await turn.runShell('ls', { env: { A: 'b' }, timeoutMs: 5, stdin: 'in', cwd: 'sub', onOutput: (stream: 'stdout' | 'stderr', chunk: Buffer) => chunk.length })
+  const code: number | null = sh.exitCode
+  const f = await turn.fetchUrl('https://example.com', { method: 'POST', headers: { a: 'b' }, body: 'x', timeoutMs: 1 })
+  const status: number | null = f.status
+  // @ts-expect-error: not an outcome
+  if (f.outcome === 'ran') f.status
+  // @ts-expect-error: not a decision name
+  await turn.readFile('a', { approval: { requestId: 'x', decision: 'maybe' } })
+  await turn[Symbol.asyncDispose]()
+  return [e, v, a.outcome, n, m, w, s.outcome, r, body, code, status]
 }
 main()

@@ -128,6 +128,14 @@ const cases = [
   ['grantForTurn', gate, ['h'], [S]],
   ['close', gate, [], []],
   ['guard', gate, [{ kind: 'file_read', arg: 0 }, () => 1], [O, O]],
+  // the guarded tools (issue 19)
+  ['readFile', gate, ['a.txt', {}], [S, O]],
+  ['writeFile', gate, ['w2.txt', 'x', {}], [S, S, O]],
+  ['editFile', gate, ['a.txt', 'x', 'y', {}], [S, S, S, O]],
+  ['runShell', gate, ['true', {}], [S, O]],
+  ['fetchUrl', gate, ['http://127.0.0.1:1/', {}], [S, O]],
+  ['_tool', gate, ['read_file', { path: 'a.txt' }, null, null, false], [S, O]],
+  ['next', () => new turngate.ToolCall(), [], []],
 
   ['Store.open', null, [path.join(dir, 'other.db')], [S]],
   ['append', () => store, [event], [O]],
@@ -250,6 +258,11 @@ const OPTIONAL = {
   reduceAll: [1],
   '.open': [2],
   'Approver.broker': [1],
+  '.readFile': [1],
+  '.writeFile': [2],
+  '.editFile': [3],
+  '.runShell': [1],
+  '.fetchUrl': [1],
 }
 function optional(name, i) {
   return OPTIONAL[name]?.includes(i) ?? false

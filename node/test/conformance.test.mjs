@@ -377,6 +377,75 @@ function runChangesSerde(v) {
   )
 }
 
+// ---- suite tools (as bindings/tests/tools_conformance.rs) ------------------------------------
+
+const camelKeys = (o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k.replace(/_([a-z])/g, (_, c) => c.toUpperCase()), v]))
+
+async function toolCall(gate, step, outcomes) {
+  const opts = { itemId: step.item_id }
+  if (step.approval) {
+    const a = step.approval
+    const requestId = 'request_of' in a ? (outcomes[a.request_of].requestId ?? 'no-such-request') : a.request_id
+    opts.approval = { requestId, decision: a.decision }
+  }
+  switch (step.tool) {
+    case 'read_file': return gate.readFile(step.path, { ...opts, maxBytes: step.max_bytes })
+    case 'write_file': return gate.writeFile(step.path, step.content, opts)
+    case 'edit_file': return gate.editFile(step.path, step.old, step.new, opts)
+    case 'run_shell': return gate.runShell(step.command, { ...opts, env: step.env, timeoutMs: step.timeout_ms, stdin: step.stdin, cwd: step.cwd })
+    case 'fetch_url': return gate.fetchUrl(step.url, opts)
+    default: throw new Error(`unknown tool ${step.tool}`)
+  }
+}
+
+async function runTools(v) {
+  const dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'turngate-tools-')))
+  const state = mkdtempSync(path.join(tmpdir(), 'turngate-tools-state-'))
+  try {
+    for (const [p, content] of Object.entries(v.files ?? {})) {
+      mkdirSync(path.dirname(path.join(dir, p)), { recursive: true })
+      writeFileSync(path.join(dir, p), content)
+    }
+    for (const [link, target] of Object.entries(v.symlinks ?? {})) symlinkSync(target, path.join(dir, link))
+    const snapshot = turngate.resolve(v.selection, { workspace_root: dir, execution_backend: 'native', platform: turngate.probePlatform() })
+    const store = await turngate.Store.open(path.join(state, 'audit.db'))
+    const approver = turngate.Approver[{ approve_all: 'approveAll', deny_all: 'denyAll', defer_all: 'deferAll' }[v.approver]]()
+    const gates = { 'turn-1': new turngate.Gate('turn-1', snapshot, { store, approver }), 'turn-2': new turngate.Gate('turn-2', snapshot, { store, approver }) }
+    const outcomes = []
+    for (const [i, step] of v.steps.entries()) {
+      const got = await toolCall(gates[step.turn ?? 'turn-1'], step, outcomes)
+      for (const [key, want] of Object.entries(step.expect)) {
+        if (key.endsWith('_includes')) {
+          const field = camelKeys({ [key.slice(0, -'_includes'.length)]: 0 })
+          const name = Object.keys(field)[0]
+          for (const part of Array.isArray(want) ? want : [want]) assert.ok((got[name] ?? '').includes(part), `step ${i}: ${name} does not say ${JSON.stringify(part)}: ${JSON.stringify(got)}`)
+        } else if (key === 'target_rel') {
+          assert.equal(got.target, path.join(dir, want), `step ${i}: target`)
+        } else if (key === 'has_request') {
+          assert.equal(got.request !== null, want, `step ${i}: request`)
+          assert.equal(got.requestId !== null, want, `step ${i}: requestId`)
+        } else {
+          const name = Object.keys(camelKeys({ [key]: 0 }))[0]
+          assert.deepEqual(got[name], want, `step ${i}: ${name} (got ${JSON.stringify(got)})`)
+        }
+      }
+      outcomes.push(got)
+    }
+    for (const [p, want] of Object.entries(v.expect_files ?? {})) {
+      let content = null
+      try { content = readFileSync(path.join(dir, p), 'utf8') } catch { content = null }
+      assert.equal(content, want, `file ${p}`)
+    }
+    if (v.expect_item_ids) {
+      const ids = (await store.replay('turn-1')).filter((e) => e.kind !== 'profile_selected').map((e) => e.item_id ?? null)
+      assert.deepEqual(ids, v.expect_item_ids, 'audit item ids')
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+    rmSync(state, { recursive: true, force: true })
+  }
+}
+
 export const RUNNERS = {
   changes_serde: runChangesSerde,
   policy_turn: runPolicyTurn,
@@ -386,6 +455,7 @@ export const RUNNERS = {
   checkers_shell: runCheckersShell,
   checkers_env: runCheckersEnv,
   gate: runGate,
+  tools: runTools,
   policy: runPolicy,
   policy_serde: runPolicySerde,
   snapshot_resolve: runSnapshotResolve,

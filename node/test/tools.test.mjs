@@ -1,0 +1,204 @@
+// The guarded tools (`Gate.readFile`, `writeFile`, `editFile`, `runShell`, `fetchUrl`), the
+// one-line `Turn.create` and `Symbol.asyncDispose`. The shared behaviour is in
+// tests/conformance/tools.json (run by conformance.test.mjs); these add what only a live Node
+// caller shows: streamed output, AbortSignal, a real HTTP exchange to a vetted address, the
+// turn's lifetime.
+
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import http from 'node:http'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync, chmodSync, readdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+
+import * as turngate from '../index.mjs'
+
+function workspace() {
+  const root = realpathSync(mkdtempSync(path.join(tmpdir(), 'turngate-tools-')))
+  const ws = path.join(root, 'ws')
+  mkdirSync(ws)
+  writeFileSync(path.join(ws, 'a.txt'), 'hello world\n')
+  return { root, ws, cleanup: () => rmSync(root, { recursive: true, force: true }) }
+}
+
+const snapshotOf = (ws, mode = 'auto_accept_edits', ctx = {}) =>
+  turngate.resolve({ mode }, { workspace_root: ws, execution_backend: 'native', platform: turngate.probePlatform(), ...ctx })
+
+test('Turn.create builds a gate whose tools work; asyncDispose ends the turn', async () => {
+  const { root, ws, cleanup } = workspace()
+  try {
+    // `await using gate = ...` where the syntax is supported (Node 24); its effect here.
+    const gate = await turngate.Turn.create(ws, { store: path.join(root, 'audit.db'), turnId: 't-node' })
+    try {
+      assert.ok(gate instanceof turngate.Gate)
+      assert.equal(gate.turnId, 't-node')
+      const w = await gate.writeFile('new.txt', 'made by a tool')
+      assert.equal(w.outcome, 'ok', JSON.stringify(w))
+      assert.equal(w.target, path.join(ws, 'new.txt'))
+      const r = await gate.readFile('new.txt')
+      assert.deepEqual([r.outcome, r.content], ['ok', 'made by a tool'])
+      const e = await gate.editFile('a.txt', 'world', 'there')
+      assert.equal(e.outcome, 'ok', JSON.stringify(e))
+    } finally {
+      await gate[Symbol.asyncDispose]()
+    }
+    assert.equal(readFileSync(path.join(ws, 'a.txt'), 'utf8'), 'hello there\n')
+    await assert.rejects(gate.readFile('a.txt'), /closed/)
+  } finally {
+    cleanup()
+  }
+})
+
+test('Turn.create without a store uses the CLI default location; a pre-aborted signal rejects', async () => {
+  const { root, ws, cleanup } = workspace()
+  const before = process.env.XDG_STATE_HOME
+  process.env.XDG_STATE_HOME = path.join(root, 'xdg')
+  try {
+    const gate = await turngate.Turn.create(ws, { turnId: 't-default', approver: 'defer_all' })
+    const d = await gate.writeFile('a.txt', 'x', { itemId: 'call_1' })
+    assert.ok(['ok', 'deferred'].includes(d.outcome))
+    gate.close()
+    const db = path.join(root, 'xdg', 'turngate', 'audit.db')
+    assert.ok(existsSync(db))
+    const store = await turngate.Store.open(db)
+    assert.ok((await store.turns()).includes('t-default'))
+    const ac = new AbortController()
+    ac.abort()
+    await assert.rejects(turngate.Turn.create(ws, { signal: ac.signal }), { name: 'AbortError' })
+  } finally {
+    if (before === undefined) delete process.env.XDG_STATE_HOME
+    else process.env.XDG_STATE_HOME = before
+    cleanup()
+  }
+})
+
+test('writeFile takes bytes, is atomic, keeps the mode and leaves no temporary', async () => {
+  const { root, ws, cleanup } = workspace()
+  try {
+    chmodSync(path.join(ws, 'a.txt'), 0o640)
+    const gate = new turngate.Gate('t', snapshotOf(ws), { store: await turngate.Store.open(path.join(root, 'audit.db')) })
+    const w = await gate.writeFile('a.txt', new Uint8Array([0, 1, 255]))
+    assert.equal(w.outcome, 'ok', JSON.stringify(w))
+    assert.deepEqual([...readFileSync(path.join(ws, 'a.txt'))], [0, 1, 255])
+    assert.equal(statSync(path.join(ws, 'a.txt')).mode & 0o777, 0o640)
+    assert.deepEqual(readdirSync(ws), ['a.txt'])
+  } finally {
+    cleanup()
+  }
+})
+
+test('runShell streams output to onOutput, and a missing program is exit 127', async () => {
+  const { root, ws, cleanup } = workspace()
+  try {
+    const gate = new turngate.Gate('t', snapshotOf(ws), { store: await turngate.Store.open(path.join(root, 'audit.db')), approver: turngate.Approver.approveAll() })
+    const chunks = []
+    const r = await gate.runShell("printf out; printf err >&2", { onOutput: (stream, chunk) => chunks.push([stream, Buffer.from(chunk).toString()]) })
+    assert.equal(r.outcome, 'ok', JSON.stringify(r))
+    assert.deepEqual([r.exitCode, r.stdout, r.stderr], [0, 'out', 'err'])
+    assert.equal(chunks.filter(([s]) => s === 'stdout').map(([, c]) => c).join(''), 'out')
+    assert.equal(chunks.filter(([s]) => s === 'stderr').map(([, c]) => c).join(''), 'err')
+    const m = await gate.runShell('turngate-no-such-program')
+    assert.equal(m.exitCode, 127)
+    assert.match(m.stderr, /command not found/)
+    const s = await gate.runShell('cat', { stdin: 'piped' })
+    assert.equal(s.stdout, 'piped')
+  } finally {
+    cleanup()
+  }
+})
+
+test('an AbortSignal kills a running command and rejects', async () => {
+  const { root, ws, cleanup } = workspace()
+  try {
+    const gate = new turngate.Gate('t', snapshotOf(ws), { store: await turngate.Store.open(path.join(root, 'audit.db')), approver: turngate.Approver.approveAll() })
+    const ac = new AbortController()
+    const started = Date.now()
+    const run = gate.runShell('sleep 30; touch late.txt', { signal: ac.signal })
+    setTimeout(() => ac.abort(), 300)
+    await assert.rejects(run, { name: 'AbortError' })
+    assert.ok(Date.now() - started < 10_000, 'aborted long before the command would end')
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    assert.ok(!existsSync(path.join(ws, 'late.txt')))
+  } finally {
+    cleanup()
+  }
+})
+
+test('a deferred command continued with approval runs once; runApproved runs one resolved in the store', async () => {
+  const { root, ws, cleanup } = workspace()
+  try {
+    const store = await turngate.Store.open(path.join(root, 'audit.db'))
+    const gate = new turngate.Gate('t', snapshotOf(ws), { store, approver: turngate.Approver.deferAll() })
+    const d = await gate.runShell('touch one.txt')
+    assert.equal(d.outcome, 'deferred', JSON.stringify(d))
+    const ok = await gate.runShell('touch one.txt', { approval: { requestId: d.requestId, decision: true } })
+    assert.equal(ok.outcome, 'ok', JSON.stringify(ok))
+    const again = await gate.runShell('touch one.txt', { approval: { requestId: d.requestId, decision: 'allow_once' } })
+    assert.equal(again.outcome, 'denied')
+    assert.match(again.toolResult, /already_used/)
+    const d2 = await gate.runShell('touch two.txt')
+    await store.resolve(d2.requestId, 'allow_once', 'responder')
+    const ran = await gate.runApproved(d2.requestId)
+    assert.equal(ran.outcome, 'ran')
+    assert.ok(existsSync(path.join(ws, 'two.txt')))
+  } finally {
+    cleanup()
+  }
+})
+
+function server() {
+  const s = http.createServer((req, res) => {
+    if (req.url === '/redirect') {
+      res.writeHead(302, { Location: 'http://169.254.169.254/' })
+      res.end()
+      return
+    }
+    const body = `hello ${req.headers.host} ${req.method} ${req.url}`
+    res.writeHead(200, { 'Content-Length': Buffer.byteLength(body) })
+    res.end(body)
+  })
+  return new Promise((resolve) => s.listen(0, '127.0.0.1', () => resolve(s)))
+}
+
+test('fetchUrl connects to the vetted address; a redirect is reported, not followed', async () => {
+  const { root, ws, cleanup } = workspace()
+  const s = await server()
+  try {
+    const port = s.address().port
+    const gate = new turngate.Gate('t', snapshotOf(ws, 'auto_accept_edits', { allowed_domains: ['127.0.0.1'] }), {
+      store: await turngate.Store.open(path.join(root, 'audit.db')),
+      approver: turngate.Approver.approveAll(),
+    })
+    const url = `http://127.0.0.1:${port}/x?y=1`
+    const r = await gate.fetchUrl(url)
+    assert.equal(r.outcome, 'ok', JSON.stringify(r))
+    assert.deepEqual([r.status, r.content, r.target, r.kind], [200, `hello 127.0.0.1:${port} GET /x?y=1`, url, 'network'])
+    const redirect = await gate.fetchUrl(`http://127.0.0.1:${port}/redirect`)
+    assert.equal(redirect.status, 302)
+    assert.match(redirect.toolResult, /not followed/)
+    const closed = await gate.fetchUrl('http://127.0.0.1:9/', { timeoutMs: 2000 })
+    assert.equal(closed.outcome, 'failed', JSON.stringify(closed))
+    const plain = new turngate.Gate('t2', snapshotOf(ws), { store: await turngate.Store.open(path.join(root, 'audit.db')), approver: turngate.Approver.approveAll() })
+    const denied = await plain.fetchUrl(url)
+    assert.equal(denied.outcome, 'denied', JSON.stringify(denied))
+  } finally {
+    s.close()
+    cleanup()
+  }
+})
+
+test('the README tools example runs as shown', async () => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+  const m = readme.match(/<!-- tools-example[\s\S]*?```js\n([\s\S]*?)```\s*```text\n([\s\S]*?)```/)
+  assert.ok(m, 'no tools example in node/README.md')
+  const dir = mkdtempSync(path.join(tmpdir(), 'turngate-readme-'))
+  try {
+    const file = path.join(dir, 'example.mjs')
+    writeFileSync(file, m[1].replace("from 'turngate'", `from '${new URL('../index.mjs', import.meta.url).href}'`))
+    const { execFileSync } = await import('node:child_process')
+    const out = execFileSync(process.execPath, [file], { encoding: 'utf8' })
+    assert.equal(out, m[2])
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
