@@ -162,7 +162,7 @@ test('attack: an approval for another call: approving one interruption runs only
     const agent = agentWith(model, turngateTools(t.gate, { store: t.store }))
     const first = await run(agent, 'both')
     // call-a's approval, with call-a's arguments swapped for call-b's in the state.
-    const swapped = await RunState.fromString(agent, first.state.toString().replace('{\\"command\\":\\"touch a.txt\\"}', '{\\"command\\":\\"touch b.txt\\"}'))
+    const swapped = await RunState.fromString(agent, first.state.toString().replaceAll('touch a.txt', 'touch b.txt'))
     const a = swapped.getInterruptions().find((i) => i.rawItem.callId === 'call-a')
     assert.equal(a.rawItem.arguments, '{"command":"touch b.txt"}', 'the state was tampered as intended')
     swapped.approve(a)
