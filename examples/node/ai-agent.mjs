@@ -59,16 +59,9 @@ export async function main({ log = console.log, approve = () => true } = {}) {
   })
 
   let messages = [{ role: 'user', content: 'Set up notes, check the env, say hello, and try to write outside.' }]
-  const seen = {}
   for (;;) {
     const result = await generateText({ model, tools, messages, stopWhen: stepCountIs(10) })
-    messages = [...messages, ...result.response.messages]
-    for (const step of result.steps) {
-      for (const r of step.toolResults) {
-        seen[r.toolCallId] = r.output
-        log(`${r.toolCallId} ${r.toolName}: ${String(r.output).split('\n').slice(0, 3).join(' | ')}`)
-      }
-    }
+    messages = [...messages, ...result.responseMessages]
     const requests = result.content.filter((p) => p.type === 'tool-approval-request')
     if (requests.length === 0) {
       log(`model: ${result.text}`)
@@ -82,6 +75,17 @@ export async function main({ log = console.log, approve = () => true } = {}) {
     }
     // Denials are recorded through the gate (and the model reads the gate's text).
     messages = await applyApprovalResponses(gate, [...messages, { role: 'tool', content: answers }])
+  }
+
+  // What the model was shown for each call: the tool results in the conversation.
+  const seen = {}
+  for (const m of messages) {
+    if (m.role !== 'tool') continue
+    for (const p of m.content) {
+      if (p.type !== 'tool-result') continue
+      seen[p.toolCallId] = p.output.type === 'execution-denied' ? p.output.reason : String(p.output.value)
+      log(`${p.toolCallId} ${p.toolName}: ${seen[p.toolCallId].split('\n').slice(0, 3).join(' | ')}`)
+    }
   }
 
   const events = await store.replay(turnId)

@@ -31,7 +31,7 @@ async function main() {
   const model = new MockLanguageModelV4()
   let messages: ModelMessage[] = [{ role: 'user', content: 'go' }]
   const result = await generateText({ model, tools: all, messages })
-  messages = await applyApprovalResponses(gate, [...messages, ...result.response.messages], { store })
+  messages = await applyApprovalResponses(gate, [...messages, ...result.responseMessages], { store })
 
   // turngate/openai-agents
   const guarded: agents.GuardedTool[] = agents.turngateTools(gate, { store })

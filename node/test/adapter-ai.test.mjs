@@ -55,7 +55,7 @@ function scripted(...steps) {
  * person); resolves to the result and the messages after it. */
 async function round(model, tools, messages) {
   const result = await generateText({ model, tools, messages, stopWhen: stepCountIs(5) })
-  return { result, messages: [...messages, ...result.response.messages] }
+  return { result, messages: [...messages, ...result.responseMessages] }
 }
 
 /** The tool message answering `result`'s approval requests: `answers[toolCallId]` is
@@ -373,7 +373,7 @@ test('streamText: the same tools pause on the gate\'s ask and resume with the ap
     const resumed = streamText({
       model,
       tools,
-      messages: [...messages, ...(await first.response).messages, { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: req.approvalId, approved: true }] }],
+      messages: [...messages, ...(await first.responseMessages), { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: req.approvalId, approved: true }] }],
       stopWhen: stepCountIs(5),
     })
     assert.equal(await resumed.text, 'done')
