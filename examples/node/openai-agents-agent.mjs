@@ -37,10 +37,9 @@ export async function main({ log = console.log, approve = () => true } = {}) {
   writeFileSync(path.join(workspace, '.env'), 'OPENAI_API_KEY=sk-do-not-leak\n')
 
   const turnId = 'agents-agent-turn'
-  const snapshot = turngate.resolve({ mode: 'auto_accept_edits', source: 'composer' }, { workspace_root: workspace, execution_backend: 'native', platform: turngate.probePlatform() })
   const store = await turngate.Store.open(path.join(base, 'audit.db'))
-  // Every ask is deferred: it becomes the run's interruption, answered below.
-  const gate = new turngate.Gate(turnId, snapshot, { store, approver: turngate.Approver.deferAll() })
+  // The one-line turn. Every ask is deferred: it becomes the framework's own pause.
+  const gate = await turngate.Turn.create(workspace, { mode: 'auto_accept_edits', store, approver: 'defer_all', turnId })
 
   const model = new ScriptedModel([
     [
@@ -73,6 +72,7 @@ export async function main({ log = console.log, approve = () => true } = {}) {
 
   const events = await store.replay(turnId)
   const { timeline } = turngate.reduceAll(events.map((audit_event) => ({ audit_event })))
+  await gate[Symbol.asyncDispose]()
   log('audit timeline:')
   for (const row of timeline) log(`  ${JSON.stringify(row)}`)
   return {

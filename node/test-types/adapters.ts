@@ -4,7 +4,7 @@ import { generateText, tool as aiTool, type ModelMessage, type ToolSet } from 'a
 import { MockLanguageModelV4 } from 'ai/test'
 import { Agent, run, tool as agentsTool, type FunctionTool } from '@openai/agents'
 import { z } from 'zod'
-import { Approver, Gate, Store, resolve, probePlatform } from 'turngate'
+import { Approver, Gate, Store, Turn, resolve, probePlatform } from 'turngate'
 import { turngateTools, gatedTool, applyApprovalResponses, type GuardedTools } from 'turngate/ai'
 import * as agents from 'turngate/openai-agents'
 
@@ -12,6 +12,8 @@ async function main() {
   const snapshot = resolve({ mode: 'auto_accept_edits' }, { workspace_root: '/w', execution_backend: 'native', platform: probePlatform() })
   const store = await Store.open('audit.db')
   const gate = new Gate('t', snapshot, { store, approver: Approver.deferAll() })
+  const oneLine = await Turn.create('/w', { store, approver: 'defer_all' })
+  turngateTools(oneLine, { store }).run_shell.description
 
   // turngate/ai
   const tools: GuardedTools = turngateTools(gate, { store, maxBytes: 4096, shell: { timeoutMs: 1000 } })

@@ -115,6 +115,30 @@ test('a denied read returns the gate\'s text to the model, and nothing of the se
   }
 })
 
+test('edit_file and fetch_url: an allowed edit lands; the cloud metadata address is the gate\'s text, and an ordinary host asks', { skip: NEEDS_GUARDED }, async () => {
+  const t = await turn({ files: { 'a.txt': 'hello world\n' } })
+  try {
+    const tools = turngateTools(t.gate, { store: t.store })
+    const m = scripted(
+      calls(['call-e1', 'edit_file', { path: 'a.txt', old: 'world', new: 'turngate' }], ['call-f1', 'fetch_url', { url: 'http://169.254.169.254/latest/meta-data' }], ['call-f2', 'fetch_url', { url: 'http://example.com/' }]),
+      says('ok'),
+    )
+    const first = await round(m.model, tools, [{ role: 'user', content: 'edit and fetch' }])
+    // Network is off in this mode: an ordinary host asks (no connection is made while it waits).
+    assert.deepEqual(approvalRequests(first.result).map((r) => r.toolCall.toolCallId), ['call-f2'])
+    await round(m.model, tools, await applyApprovalResponses(t.gate, [...first.messages, answer(first.result, { 'call-f2': false })]))
+    assert.equal(readFileSync(path.join(t.workspace, 'a.txt'), 'utf8'), 'hello turngate\n')
+    const out = m.outputs()
+    assert.doesNotMatch(out.get('call-e1').value, /Permission denied/)
+    assert.match(out.get('call-f1').value, /^Permission denied by turngate: network/)
+    assert.match(out.get('call-f2').reason, /^Permission denied by turngate: network/)
+    assert.deepEqual((await rowsOf(t.store, t.turnId, 'call-e1')).map((e) => e.kind).at(-1), 'decision_allowed')
+    assert.ok((await rowsOf(t.store, t.turnId, 'call-f1')).some((e) => e.kind === 'decision_denied'))
+  } finally {
+    t.cleanup()
+  }
+})
+
 test('an ask pauses the run as the SDK\'s approval request; the person\'s approval runs the command once', { skip: NEEDS_GUARDED }, async () => {
   const t = await turn()
   try {
