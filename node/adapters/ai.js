@@ -66,9 +66,10 @@ async function applyApprovalResponses(gate, messages, options = {}) {
   const requests = approvalRequests(messages)
   const reasons = new Map()
   for (const r of responses) {
-    if (r.approved === true) continue
+    if (r.approved === true || calls.settled.has(r.approvalId)) continue
     const toolCallId = requests.get(r.approvalId)
     if (!toolCallId) continue
+    calls.settled.add(r.approvalId)
     const text = await calls.deny(toolCallId, typeof r.reason === 'string' && r.reason ? r.reason : 'the person denied the call')
     if (text) reasons.set(r.approvalId, text)
   }

@@ -30,6 +30,9 @@ class GateCalls {
     /** tool-call id -> {outcome, kind, target} decided while the framework asked whether to
      * pause (an allowed user tool's authorization, or a guarded call a grant let through). */
     this.decided = new Map()
+    /** Framework answers already recorded through the gate (approval ids), so a conversation
+     * seen again does not resolve them again. */
+    this.settled = new Set()
   }
 
   /** The deferred request that backs an answer for `callId`: this process's, or the one the
