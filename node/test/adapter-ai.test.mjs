@@ -160,6 +160,8 @@ test('an ask pauses the run as the SDK\'s approval request; the person\'s approv
     assert.match(m.outputs().get('call-s1').value, /exit code 0/)
     const kinds = (await requestRows(t.store, t.turnId, requestId)).map((e) => e.kind)
     assert.deepEqual(kinds.slice(0, 3), ['approval_requested', 'approval_resolved', 'decision_allowed'])
+    // The resumed rows carry the SDK's tool-call id too.
+    assert.deepEqual((await rowsOf(t.store, t.turnId, 'call-s1')).map((e) => e.kind), ['approval_requested', 'approval_resolved', 'decision_allowed'])
     assert.deepEqual(await t.store.pendingApprovals(), [])
   } finally {
     t.cleanup()

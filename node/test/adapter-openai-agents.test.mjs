@@ -78,6 +78,8 @@ test('an ask is an interruption; state.approve resumes the deferred request and 
     assert.match(outputs(model).get('call-s'), /exit code 0/)
     const kinds = (await requestRows(t.store, t.turnId, asked.request_key)).map((e) => e.kind)
     assert.deepEqual(kinds.slice(0, 3), ['approval_requested', 'approval_resolved', 'decision_allowed'])
+    // The resumed rows carry the run's call id too.
+    assert.deepEqual((await rowsOf(t.store, t.turnId, 'call-s')).map((e) => e.kind), ['approval_requested', 'approval_resolved', 'decision_allowed'])
     assert.deepEqual(await t.store.pendingApprovals(), [])
   } finally {
     t.cleanup()
