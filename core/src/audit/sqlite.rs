@@ -1,7 +1,7 @@
 //! The embedded SQLite audit store: WAL, group commit, two durability levels (DESIGN §19).
 //!
-//! One write connection, behind a lock. Appenders queue jobs; whoever finds the connection
-//! free becomes the batch's leader: it takes every job queued, runs them in one
+//! One write connection, behind a lock. Appenders queue jobs, then take the lock; whoever
+//! holds it is the batch's leader: it takes every job queued, runs them in one
 //! `BEGIN IMMEDIATE` transaction, commits, and answers each appender before it lets go. So an
 //! append that returned is committed to the WAL, a lone appender commits on its own thread
 //! (no hand-off to another thread and back), and concurrent appenders share commits: those
@@ -17,7 +17,7 @@
 
 use std::path::Path;
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -146,17 +146,14 @@ pub struct SqliteAuditStore {
     reader: Option<Mutex<Connection>>,
 }
 
-/// What appenders share: the queue, the write connection, and a commit counter they wait on.
+/// What appenders share: the queue, the write connection, and a commit counter.
 struct Shared {
     path: String,
     queue: Mutex<Vec<Job>>,
     writer: Mutex<Connection>,
-    /// Bumped after every batch (and every resolution); appenders waiting for a leader, and
-    /// [`AuditStore::wait_resolved`] waiters, wait for it to change.
-    commits: Mutex<u64>,
-    committed: Condvar,
-    /// The same counter for async waiters ([`SqliteAuditStore::wait_resolved`]).
-    commits_async: tokio::sync::watch::Sender<u64>,
+    /// Bumped after every batch that committed something; [`SqliteAuditStore::wait_resolved`]
+    /// waits for it to change.
+    commits: tokio::sync::watch::Sender<u64>,
 }
 
 impl Shared {
@@ -168,52 +165,24 @@ impl Shared {
         Self::lock(&self.queue).push(job);
     }
 
-    fn generation(&self) -> u64 {
-        *Self::lock(&self.commits)
-    }
-
-    /// Commit the jobs queued now on `conn` (one transaction per [`MAX_BATCH`]), answering
-    /// each before returning. Jobs queued meanwhile are their appenders' next batch: a sync
-    /// appender leads it itself, an async one has woken the committer thread.
-    fn commit_queued(&self, conn: &mut Connection) {
-        let mut jobs = std::mem::take(&mut *Self::lock(&self.queue));
-        while !jobs.is_empty() {
-            let rest = jobs.split_off(jobs.len().min(MAX_BATCH));
-            commit_batch(conn, &self.path, jobs);
-            jobs = rest;
-        }
-        *Self::lock(&self.commits) += 1;
-        self.committed.notify_all();
-        self.commits_async.send_modify(|c| *c = c.wrapping_add(1));
-    }
-
-    /// Lead a batch if the write connection is free. False when another leader holds it.
-    fn try_lead(&self) -> bool {
-        match self.writer.try_lock() {
-            Ok(mut conn) => {
-                self.commit_queued(&mut conn);
-                true
-            }
-            Err(std::sync::TryLockError::Poisoned(e)) => {
-                self.commit_queued(&mut e.into_inner());
-                true
-            }
-            Err(std::sync::TryLockError::WouldBlock) => false,
-        }
-    }
-
-    /// Lead a batch, waiting for the write connection (the committer thread).
+    /// Lead a batch: wait for the write connection, then commit the jobs queued now (one
+    /// transaction per [`MAX_BATCH`]), answering each before letting go of the connection.
+    /// So once this returns, every job queued before it was called has been answered: by
+    /// this batch, or by an earlier leader that took it (and answered it before it let go).
+    /// Jobs queued meanwhile are their appenders' next batch: a sync appender leads it
+    /// itself, an async one has woken the committer thread.
     fn lead(&self) {
         let mut conn = Self::lock(&self.writer);
-        self.commit_queued(&mut conn);
-    }
-
-    /// Wait until the commit counter moves past `seen`, or `timeout` passes.
-    fn wait_past(&self, seen: u64, timeout: Duration) {
-        let commits = Self::lock(&self.commits);
-        let _ = self
-            .committed
-            .wait_timeout_while(commits, timeout, |c| *c == seen);
+        let mut jobs = std::mem::take(&mut *Self::lock(&self.queue));
+        if jobs.is_empty() {
+            return;
+        }
+        while !jobs.is_empty() {
+            let rest = jobs.split_off(jobs.len().min(MAX_BATCH));
+            commit_batch(&mut conn, &self.path, jobs);
+            jobs = rest;
+        }
+        self.commits.send_modify(|c| *c = c.wrapping_add(1));
     }
 }
 
@@ -355,9 +324,7 @@ impl SqliteAuditStore {
             path: path.clone(),
             queue: Mutex::new(Vec::new()),
             writer: Mutex::new(writer),
-            commits: Mutex::new(0),
-            committed: Condvar::new(),
-            commits_async: tokio::sync::watch::Sender::new(0),
+            commits: tokio::sync::watch::Sender::new(0),
         });
         let (wake, woken) = mpsc::channel::<()>();
         let for_committer = Arc::clone(&shared);
@@ -402,21 +369,11 @@ impl SqliteAuditStore {
                 let _ = tx.send(r);
             }),
         });
-        loop {
-            // Read the counter before looking for the answer: a leader answers, then bumps
-            // it, so an answer that is not there yet comes with a bump we will see.
-            let seen = self.shared.generation();
-            match rx.try_recv() {
-                Ok(reply) => return reply,
-                Err(mpsc::TryRecvError::Disconnected) => {
-                    return Err(AuditError::WriterStopped(self.path.clone()));
-                }
-                Err(mpsc::TryRecvError::Empty) => {}
-            }
-            if !self.shared.try_lead() {
-                self.shared.wait_past(seen, Duration::from_millis(50));
-            }
-        }
+        // Lead (or wait for the leader that took this job): once `lead` returns, the answer
+        // is there.
+        self.shared.lead();
+        rx.recv()
+            .unwrap_or_else(|_| Err(AuditError::WriterStopped(self.path.clone())))
     }
 
     /// [`AuditStore::append`] for async hosts: waits without blocking the runtime thread (the
@@ -455,7 +412,7 @@ impl SqliteAuditStore {
         timeout: Option<Duration>,
     ) -> Result<StoredApproval, AuditError> {
         let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-        let mut commits = self.shared.commits_async.subscribe();
+        let mut commits = self.shared.commits.subscribe();
         loop {
             commits.borrow_and_update();
             let approval = self
