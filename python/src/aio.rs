@@ -129,7 +129,9 @@ where
     let complete = wrap_pyfunction!(_complete, py)?.unbind();
     let task = runtime()?.spawn(async move {
         let done = fut.await;
-        Python::attach(|py| {
+        // Not during interpreter shutdown: a thread attaching then is ended by CPython
+        // mid-unwind (a crash); nobody awaits the result any more.
+        Python::try_attach(|py| {
             let (ok, value) = match finish(py, done, convert) {
                 Ok(v) => (true, v),
                 Err(e) => (false, e.into_value(py).into_any()),

@@ -256,7 +256,7 @@ struct CancelOnDrop(Option<Py<PyAny>>);
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         if let Some(fut) = self.0.take() {
-            Python::attach(|py| {
+            Python::try_attach(|py| {
                 let _ = fut.bind(py).call_method0(intern!(py, "cancel"));
             });
         }
@@ -326,15 +326,21 @@ fn call(py: Python<'_>, callable: &Py<PyAny>, event_loop: &LoopSlot, request: &V
 
 impl ForeignApprover for PyApprover {
     fn decide(&self, request: Value) -> ForeignDecisionFuture {
-        let (callable, event_loop) =
-            Python::attach(|py| (self.callable.clone_ref(py), Arc::clone(&self.event_loop)));
+        // During interpreter shutdown nothing can be asked: the approver fails (a denial).
+        let shutting_down = || "the Python interpreter is shutting down".to_owned();
+        let Some((callable, event_loop)) =
+            Python::try_attach(|py| (self.callable.clone_ref(py), Arc::clone(&self.event_loop)))
+        else {
+            return Box::pin(async move { Err(shutting_down()) });
+        };
         Box::pin(async move {
             // The callable may block (a terminal prompt); call it off the runtime's workers.
             let step = tokio::task::spawn_blocking(move || {
-                Python::attach(|py| call(py, &callable, &event_loop, &request))
+                Python::try_attach(|py| call(py, &callable, &event_loop, &request))
             })
             .await
-            .map_err(|e| format!("the approver's thread failed: {e}"))?;
+            .map_err(|e| format!("the approver's thread failed: {e}"))?
+            .ok_or_else(shutting_down)?;
             match step {
                 Step::Answered(a) => a,
                 Step::Waiting(rx, _cancel_if_dropped) => {
