@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use pyo3::exceptions::{PyRuntimeError, PyStopAsyncIteration};
 use pyo3::intern;
@@ -15,6 +16,44 @@ use turngate_ffi::TurnGateError;
 use crate::to_py_err;
 
 static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+
+/// Runtime threads inside Python right now ([`attach_from_runtime`]).
+static IN_PYTHON: AtomicUsize = AtomicUsize::new(0);
+/// Set by [`_shutdown`] (an `atexit` hook): runtime threads no longer enter Python.
+static CLOSING: AtomicBool = AtomicBool::new(false);
+
+/// Run `f` attached to Python from one of the runtime's threads, unless the interpreter is
+/// exiting (then `None`). CPython ends a thread that takes the GIL during finalization with a
+/// forced unwind, which crashes through Rust frames; a call like `call_soon_threadsafe`
+/// releases and retakes the GIL inside, so the main thread may reach finalization in between.
+/// [`_shutdown`], run by `atexit` before finalization starts, stops new entries and waits for
+/// the threads already inside to leave.
+pub(crate) fn attach_from_runtime<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
+    if CLOSING.load(Ordering::SeqCst) {
+        return None;
+    }
+    IN_PYTHON.fetch_add(1, Ordering::SeqCst);
+    let result = if CLOSING.load(Ordering::SeqCst) {
+        None
+    } else {
+        Python::try_attach(f)
+    };
+    IN_PYTHON.fetch_sub(1, Ordering::SeqCst);
+    result
+}
+
+/// The `atexit` hook: no runtime thread enters Python from now on, and the ones inside (at
+/// most 2 s) finish first, with the GIL released so they can.
+#[pyfunction]
+pub(crate) fn _shutdown(py: Python<'_>) {
+    CLOSING.store(true, Ordering::SeqCst);
+    py.detach(|| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while IN_PYTHON.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    });
+}
 
 /// The extension's tokio runtime (two worker threads, started on first use).
 pub(crate) fn runtime() -> PyResult<&'static Runtime> {
@@ -129,9 +168,8 @@ where
     let complete = wrap_pyfunction!(_complete, py)?.unbind();
     let task = runtime()?.spawn(async move {
         let done = fut.await;
-        // Not during interpreter shutdown: a thread attaching then is ended by CPython
-        // mid-unwind (a crash); nobody awaits the result any more.
-        Python::try_attach(|py| {
+        // Not during interpreter shutdown (nobody awaits the result any more).
+        attach_from_runtime(|py| {
             let (ok, value) = match finish(py, done, convert) {
                 Ok(v) => (true, v),
                 Err(e) => (false, e.into_value(py).into_any()),

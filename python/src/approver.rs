@@ -256,7 +256,7 @@ struct CancelOnDrop(Option<Py<PyAny>>);
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         if let Some(fut) = self.0.take() {
-            Python::try_attach(|py| {
+            crate::aio::attach_from_runtime(|py| {
                 let _ = fut.bind(py).call_method0(intern!(py, "cancel"));
             });
         }
@@ -328,15 +328,15 @@ impl ForeignApprover for PyApprover {
     fn decide(&self, request: Value) -> ForeignDecisionFuture {
         // During interpreter shutdown nothing can be asked: the approver fails (a denial).
         let shutting_down = || "the Python interpreter is shutting down".to_owned();
-        let Some((callable, event_loop)) =
-            Python::try_attach(|py| (self.callable.clone_ref(py), Arc::clone(&self.event_loop)))
-        else {
+        let Some((callable, event_loop)) = crate::aio::attach_from_runtime(|py| {
+            (self.callable.clone_ref(py), Arc::clone(&self.event_loop))
+        }) else {
             return Box::pin(async move { Err(shutting_down()) });
         };
         Box::pin(async move {
             // The callable may block (a terminal prompt); call it off the runtime's workers.
             let step = tokio::task::spawn_blocking(move || {
-                Python::try_attach(|py| call(py, &callable, &event_loop, &request))
+                crate::aio::attach_from_runtime(|py| call(py, &callable, &event_loop, &request))
             })
             .await
             .map_err(|e| format!("the approver's thread failed: {e}"))?

@@ -725,6 +725,7 @@ fn _turngate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The guarded tools' helpers (issue 19; turngate/_tools.py).
     m.add_function(wrap_pyfunction!(tools::_fetch_done, m)?)?;
     m.add_function(wrap_pyfunction!(tools::_fetch_failed, m)?)?;
+    m.add_function(wrap_pyfunction!(aio::_shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(tools::_default_store_path, m)?)?;
     m.add_function(wrap_pyfunction!(tools::_turn_snapshot, m)?)?;
     Ok(())

@@ -72,7 +72,7 @@ pub(crate) fn tool_args(py: Python<'_>, kwargs: &Bound<'_, PyDict>) -> PyResult<
 pub(crate) fn output_sink(callback: Py<PyAny>, event_loop: Option<Py<PyAny>>) -> OutputSink {
     OutputSink(Arc::new(move |stream: OutputStream, chunk: &[u8]| {
         // Not during interpreter shutdown (see `aio::awaitable`).
-        Python::try_attach(|py| {
+        crate::aio::attach_from_runtime(|py| {
             let data = PyBytes::new(py, chunk);
             let result = match &event_loop {
                 Some(l) => l.bind(py).call_method1(

@@ -81,6 +81,14 @@ from ._turngate import (
 
 __version__: str = version()
 
+# Before the interpreter finalizes, the core's threads stop entering Python (one that did during
+# finalization would be ended mid-call by CPython, which crashes the process).
+import atexit as _atexit
+
+from ._turngate import _shutdown
+
+_atexit.register(_shutdown)
+
 ACTION_KINDS: tuple[str, ...] = (
     "file_read",
     "file_write",

@@ -164,6 +164,7 @@ def _fetch_done(
     url: str, status: int, body: bytes, truncated: bool, location: Optional[str] = None
 ) -> dict[str, _JSON]: ...
 def _fetch_failed(url: str, error: str) -> dict[str, _JSON]: ...
+def _shutdown() -> None: ...
 def _default_store_path() -> str: ...
 def _turn_snapshot(
     workspace: Union[str, os.PathLike[str]], mode: str, policy: Optional[dict[str, _JSON]] = None
@@ -429,5 +430,6 @@ __all__ = [
     "_default_store_path",
     "_fetch_done",
     "_fetch_failed",
+    "_shutdown",
     "_turn_snapshot",
 ]
