@@ -225,9 +225,9 @@ pub enum GateError {
         /// Its state, in words.
         state: String,
     },
-    /// An `allow_for_turn` approval is valid only in the turn it was given in.
+    /// An approval (any resolution) answers only the turn that asked for it.
     #[error(
-        "approval request `{request}` was approved for turn `{turn}`, not for this turn (`{this}`)"
+        "approval request `{request}` belongs to turn `{turn}`, not to this turn (`{this}`): an approval answers only the turn that asked"
     )]
     OtherTurn {
         /// The request id.
@@ -1247,6 +1247,15 @@ impl Gate {
             .store
             .approval(request_id)?
             .ok_or_else(|| GateError::UnknownRequest(request_id.to_owned()))?;
+        if stored.request.turn_id != self.turn_id {
+            // An approval answers the turn that asked: another turn's gate (even on the same
+            // store, under the same policy) neither resolves nor spends it.
+            return Err(GateError::OtherTurn {
+                request: request_id.to_owned(),
+                turn: stored.request.turn_id.clone(),
+                this: self.turn_id.clone(),
+            });
+        }
         if stored.review && !reviewed {
             return Err(GateError::ReviewRequired(request_id.to_owned()));
         }
@@ -1309,13 +1318,6 @@ impl Gate {
             _ => None,
         };
         if resolution == Some(ApprovalResolution::AllowForTurn) {
-            if stored.request.turn_id != self.turn_id {
-                return Err(GateError::OtherTurn {
-                    request: request_id.to_owned(),
-                    turn: stored.request.turn_id.clone(),
-                    this: self.turn_id.clone(),
-                });
-            }
             // The grant holds for the rest of the turn, live: the same action asks no more.
             self.grant_for_turn(stored.request.scope_hash.clone());
         }

@@ -314,6 +314,50 @@ async fn a_stricter_resuming_snapshot_narrows_the_stored_one() {
 }
 
 #[tokio::test]
+async fn an_allow_once_approval_is_neither_spent_nor_run_by_another_turn() {
+    let t = turn();
+    let log = t.ws.join("log.txt");
+    let id = deferred(&t, "t-a", &format!("sh -c 'echo x >> {}'", log.display())).await;
+    t.store
+        .resolve(
+            &id,
+            StoredResolution::new(ApprovalResolution::AllowOnce, "person"),
+        )
+        .unwrap();
+    let other = gate(
+        &t,
+        "t-b",
+        PermissionMode::AutoAcceptEdits,
+        Arc::new(DenyAll),
+    );
+    // Every way in: running it, resuming with the recorded decision, resuming with a new one.
+    assert!(matches!(
+        other.run_approved(&id).await,
+        Err(GateError::OtherTurn { .. })
+    ));
+    assert!(matches!(
+        other.resume_recorded(&id),
+        Err(GateError::OtherTurn { .. })
+    ));
+    assert!(matches!(
+        other.resume(&id, Decision::approve()),
+        Err(GateError::OtherTurn { .. })
+    ));
+    assert_eq!(lines(&log), 0);
+    // Nothing was spent: the turn that asked still runs it, once.
+    let own = gate(
+        &t,
+        "t-a",
+        PermissionMode::AutoAcceptEdits,
+        Arc::new(DenyAll),
+    );
+    ran(own.run_approved(&id).await.unwrap());
+    assert_eq!(lines(&log), 1);
+    assert!(own.run_approved(&id).await.is_err());
+    assert_eq!(lines(&log), 1);
+}
+
+#[tokio::test]
 async fn an_allow_for_turn_approval_is_valid_only_in_its_turn() {
     let t = turn();
     let log = t.ws.join("log.txt");
