@@ -455,31 +455,6 @@ fn resolve_missing(path: &Path) -> io::Result<PathBuf> {
 /// Open `rel` beneath `root` with `openat2`, refusing any symlink and any escape.
 #[cfg(target_os = "linux")]
 pub fn open_beneath(root: &Path, rel: &Path, write: bool) -> io::Result<File> {
-    use std::ffi::CString;
-    use std::os::fd::{FromRawFd, OwnedFd};
-    use std::os::unix::ffi::OsStrExt;
-
-    let root_c = CString::new(root.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in root"))?;
-    let rel_bytes = rel.as_os_str().as_bytes();
-    let rel_c = CString::new(if rel_bytes.is_empty() {
-        b"." as &[u8]
-    } else {
-        rel_bytes
-    })
-    .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
-    // SAFETY: `root_c` is a valid NUL-terminated string; the returned fd is checked.
-    let root_fd = unsafe {
-        libc::open(
-            root_c.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if root_fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `root_fd` is a freshly opened, owned descriptor.
-    let root_fd = unsafe { OwnedFd::from_raw_fd(root_fd) };
     let (flags, mode) = if write {
         (
             libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
@@ -488,28 +463,7 @@ pub fn open_beneath(root: &Path, rel: &Path, write: bool) -> io::Result<File> {
     } else {
         (libc::O_RDONLY | libc::O_CLOEXEC, 0)
     };
-    // SAFETY: `open_how` is a plain C struct; zeroed is a valid value.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = flags as u64;
-    how.mode = mode;
-    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS | libc::RESOLVE_NO_SYMLINKS;
-    use std::os::fd::AsRawFd;
-    // SAFETY: all pointers are valid for the call; the size matches the struct passed.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            root_fd.as_raw_fd(),
-            rel_c.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let fd = i32::try_from(fd).map_err(|_| io::Error::other("fd out of range"))?;
-    // SAFETY: the kernel returned a new descriptor that we now own.
-    Ok(unsafe { File::from_raw_fd(fd) })
+    open_beneath_fd(root, rel, flags, mode).map(File::from)
 }
 
 /// Replace the file `rel` beneath `root` with `content`, atomically: its directory is opened
