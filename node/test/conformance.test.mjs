@@ -5,7 +5,7 @@
 
 import { test, describe } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
@@ -446,6 +446,79 @@ async function runTools(v) {
   }
 }
 
+// ---- suite store (as bindings/tests/store_conformance.rs) -----------------------------------
+
+const STORE_ERRORS = { Approval: turngate.ApprovalError, InvalidInput: turngate.InvalidInputError, Store: turngate.StoreError }
+
+function storeError(want, err, where) {
+  assert.ok(err instanceof STORE_ERRORS[want.kind], `${where}: expected ${JSON.stringify(want)}, got ${err}`)
+  for (const part of want.includes ?? []) assert.ok(err.message.includes(part), `${where}: the error does not say ${part}: ${err.message}`)
+}
+
+async function runStore(v) {
+  const dir = realpathSync(mkdtempSync(path.join(tmpdir(), 'turngate-store-')))
+  const state = mkdtempSync(path.join(tmpdir(), 'turngate-store-state-'))
+  try {
+    for (const [p, content] of Object.entries(v.files ?? {})) writeFileSync(path.join(dir, p), content)
+    const file = v.store.path === ':memory:' ? ':memory:' : path.join(state, v.store.path)
+    let store
+    try {
+      store = await turngate.Store.open(file, { durability: v.store.durability })
+    } catch (err) {
+      assert.ok(v.expect_open_error, `open failed: ${err}`)
+      storeError(v.expect_open_error, err, 'open')
+      if (v.expect_no_file) assert.equal(existsSync(path.join(state, v.expect_no_file)), false, `${v.expect_no_file} was created`)
+      return
+    }
+    assert.equal(v.expect_open_error, undefined, `opened, expected ${JSON.stringify(v.expect_open_error)}`)
+    const snapshot = turngate.resolve(v.selection, { workspace_root: dir, execution_backend: 'native', platform: turngate.probePlatform() })
+    const approver = turngate.Approver[{ approve_all: 'approveAll', deny_all: 'denyAll', defer_all: 'deferAll' }[v.approver]]()
+    const gates = { 'turn-1': new turngate.Gate('turn-1', snapshot, { store, approver }), 'turn-2': new turngate.Gate('turn-2', snapshot, { store, approver }) }
+    const results = []
+    const requestId = (step) => ('request_of' in step ? (results[step.request_of]?.request?.id ?? 'no-such-request') : step.request_id)
+    const run = async (step) => {
+      const gate = gates[step.turn ?? 'turn-1']
+      switch (step.op) {
+        case 'authorize': return gate.authorize({ kind: step.kind, target: step.target })
+        case 'resolve': {
+          const via = step.via === 'second_connection' ? await turngate.Store.open(file) : store
+          return via.resolve(requestId(step), step.resolution, step.reason)
+        }
+        case 'wait': return { resolution: (await gate.waitResolved(requestId(step), step.timeout_ms ?? 5000)).resolution?.resolution ?? null }
+        case 'resume': return gate.resume(requestId(step))
+        case 'replay_fresh_memory': return turngate.Store.memory().replay('turn-1')
+        default: throw new Error(`unknown op ${step.op}`)
+      }
+    }
+    for (const [i, step] of v.steps.entries()) {
+      const where = `step ${i} (${v.why})`
+      let got
+      try {
+        got = await run(step)
+      } catch (err) {
+        assert.ok(step.expect_error, `${where}: ${err}`)
+        storeError(step.expect_error, err, where)
+        results.push(null)
+        continue
+      }
+      assert.equal(step.expect_error, undefined, `${where}: expected ${JSON.stringify(step.expect_error)}, got ${JSON.stringify(got)}`)
+      for (const [key, want] of Object.entries(step.expect)) {
+        if (key === 'rows') assert.equal(got.length, want, `${where}: rows`)
+        else if (key === 'target_rel') assert.equal(got.target, path.join(dir, want), `${where}: target`)
+        else {
+          const name = Object.keys(camelKeys({ [key]: 0 }))[0]
+          assert.deepEqual(got[name], want, `${where}: ${name} (got ${JSON.stringify(got)})`)
+        }
+      }
+      results.push(got)
+    }
+    if (v.expect_audit) assert.deepEqual((await store.replay('turn-1')).map((e) => e.kind), v.expect_audit, 'audit rows')
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+    rmSync(state, { recursive: true, force: true })
+  }
+}
+
 export const RUNNERS = {
   changes_serde: runChangesSerde,
   policy_turn: runPolicyTurn,
@@ -456,6 +529,7 @@ export const RUNNERS = {
   checkers_env: runCheckersEnv,
   gate: runGate,
   tools: runTools,
+  store: runStore,
   policy: runPolicy,
   policy_serde: runPolicySerde,
   snapshot_resolve: runSnapshotResolve,

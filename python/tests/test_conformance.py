@@ -529,6 +529,98 @@ def run_tools(v: dict[str, Any]) -> None:
             assert ids == v["expect_item_ids"], f"audit item ids: {ids}"
 
 
+STORE_ERRORS: dict[str, type[BaseException]] = {
+    "Approval": turngate.ApprovalError,
+    "InvalidInput": turngate.InvalidInput,
+    "Store": turngate.StoreError,
+}
+
+
+def _store_error(want: dict[str, Any], err: BaseException, where: str) -> None:
+    assert isinstance(err, STORE_ERRORS[want["kind"]]), f"{where}: expected {want}, got {err!r}"
+    for part in want.get("includes", []):
+        assert part in str(err), f"{where}: the error does not say {part!r}: {err}"
+
+
+def run_store(v: dict[str, Any]) -> None:
+    """A store, a gate on it, and steps that authorize, resolve through the store, wait and
+    resume with the recorded decision, exactly as bindings/tests/store_conformance.rs runs them."""
+    import asyncio
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as state:
+        for name, content in (v.get("files") or {}).items():
+            (Path(tmp) / name).write_text(content)
+        root = Path(tmp).resolve()
+        name = v["store"]["path"]
+        path = name if name == ":memory:" else str(Path(state) / name)
+        durability = v["store"].get("durability")
+        try:
+            store = turngate.Store(path, durability=durability)  # type: ignore[arg-type]
+        except turngate.TurnGateError as err:
+            assert "expect_open_error" in v, f"open failed: {err!r}"
+            _store_error(v["expect_open_error"], err, "open")
+            if "expect_no_file" in v:
+                assert not (Path(state) / v["expect_no_file"]).exists()
+            return
+        assert "expect_open_error" not in v, f"opened, expected {v['expect_open_error']}"
+        ctx = {"workspace_root": str(root), "execution_backend": "native",
+               "platform": turngate.probe_platform()}
+        snapshot = turngate.resolve(v["selection"], ctx)
+        gates = {t: turngate.Gate(t, snapshot, store, v["approver"]) for t in ("turn-1", "turn-2")}
+        results: list[Any] = []
+
+        def request_id(step: dict[str, Any]) -> str:
+            if "request_of" in step:
+                got = results[step["request_of"]] or {}
+                return str((got.get("request") or {}).get("id", "no-such-request"))
+            return str(step["request_id"])
+
+        def run(step: dict[str, Any]) -> Any:
+            gate = gates[step.get("turn", "turn-1")]
+            op = step["op"]
+            if op == "authorize":
+                return gate.authorize_blocking(step["kind"], step["target"])
+            if op == "resolve":
+                via = turngate.Store(path) if step.get("via") == "second_connection" else store
+                return via.resolve(request_id(step), step["resolution"], step["reason"])
+            if op == "wait":
+                timeout = step.get("timeout_ms", 5000)
+
+                async def wait() -> dict[str, Any]:
+                    return await gate.wait_resolved(request_id(step), timeout_ms=timeout)
+
+                got = asyncio.run(wait())
+                return {"resolution": (got.get("resolution") or {}).get("resolution")}
+            if op == "resume":
+                return gate.resume(request_id(step))
+            if op == "replay_fresh_memory":
+                return turngate.Store.memory().replay("turn-1")
+            raise AssertionError(f"unknown op {op}")
+
+        for i, step in enumerate(v["steps"]):
+            where = f"step {i} ({v['why']})"
+            try:
+                got = run(step)
+            except turngate.TurnGateError as err:
+                assert "expect_error" in step, f"{where}: {err!r}"
+                _store_error(step["expect_error"], err, where)
+                results.append(None)
+                continue
+            assert "expect_error" not in step, f"{where}: expected {step['expect_error']}, got {got}"
+            for key, want in step["expect"].items():
+                if key == "rows":
+                    assert len(got) == want, f"{where}: rows {got}"
+                elif key == "target_rel":
+                    assert got["target"] == str(root / want), f"{where}: target {got}"
+                else:
+                    assert got.get(key) == want, f"{where}: {key}: expected {want!r}, got {got}"
+            results.append(got)
+        if "expect_audit" in v:
+            kinds = [e["kind"] for e in store.replay("turn-1")]
+            assert kinds == v["expect_audit"], f"audit: {kinds}"
+
+
 RUNNERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "changes_serde": run_changes_serde,
     "policy_turn": run_policy_turn,
@@ -544,6 +636,7 @@ RUNNERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "scope_hash": run_scope_hash,
     "gate": run_gate,
     "tools": run_tools,
+    "store": run_store,
 }
 
 

@@ -460,7 +460,7 @@ final class ConformanceTests: XCTestCase {
     static let runSuites: Set<String> = [
         "policy", "policy_serde", "snapshot_resolve", "snapshot_cap", "snapshot_prompt",
         "snapshot_runtime", "reducer", "scope_hash", "checkers_network", "checkers_shell",
-        "checkers_env", "gate", "policy_turn", "policy_lint", "replay", "changes_serde",
+        "checkers_env", "gate", "policy_turn", "policy_lint", "replay", "changes_serde", "store",
     ]
 
     func testEverySuiteOnDiskIsRunOrListedWithAReason() throws {

@@ -37,6 +37,11 @@ enum JSON: Equatable {
         return nil
     }
 
+    var int: Int? {
+        if case let .number(n) = self { return Int(n) }
+        return nil
+    }
+
     var isNull: Bool {
         if case .null = self { return true }
         return false
