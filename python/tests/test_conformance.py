@@ -556,7 +556,7 @@ def run_store(v: dict[str, Any]) -> None:
         path = name if name == ":memory:" else str(Path(state) / name)
         durability = v["store"].get("durability")
         try:
-            store = turngate.Store(path, durability=durability)  # type: ignore[arg-type]
+            store = turngate.Store(path, durability=durability)
         except turngate.TurnGateError as err:
             assert "expect_open_error" in v, f"open failed: {err!r}"
             _store_error(v["expect_open_error"], err, "open")
