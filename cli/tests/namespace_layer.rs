@@ -739,7 +739,10 @@ print(open(os.path.join(tmp, "after")).read())
             "{who:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(!marker.exists(), "{who:?}: the command ran with an unusable tmp cap");
+        assert!(
+            !marker.exists(),
+            "{who:?}: the command ran with an unusable tmp cap"
+        );
     }
 }
 

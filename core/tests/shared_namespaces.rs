@@ -43,6 +43,20 @@ def run(op, args):
         # f_type, the first field; TMPFS_MAGIC.
         fstype = "tmpfs" if struct.unpack_from("l", buf)[0] == 0x01021994 else "other"
         return "tmpstat %o %d %s" % (st.st_mode & 0o7777, st.st_uid, fstype)
+    if op == "caps":
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        # PR_CAPBSET_READ: 1 while the capability is in the bounding set, -1 past the last.
+        bounding = [c for c in range(64) if libc.prctl(23, c, 0, 0, 0) == 1]
+        last = max(c for c in range(64) if libc.prctl(23, c, 0, 0, 0) >= 0)
+        header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+        data = (ctypes.c_uint32 * 6)()
+        if libc.capget(header, data) != 0:
+            raise OSError(ctypes.get_errno(), "capget")
+        # PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET
+        ambient = [c for c in range(last + 1) if libc.prctl(47, 1, c, 0, 0) == 1]
+        return "caps bounding=%s sets=%s ambient=%s last=%d" % (
+            bounding, list(data), ambient, last)
     if op == "tmpsize":
         v = os.statvfs(args[0])
         return "tmpsize %d %d" % (v.f_blocks * v.f_frsize, v.f_files)
@@ -635,6 +649,30 @@ fn a_symlink_planted_on_the_tmp_mount_point_fails_the_spawn() {
             std::fs::remove_dir(&tmp).unwrap();
         },
     );
+}
+
+/// The command holds no capability of the (shared) user namespace: the bounding set is empty
+/// up to the kernel's last capability (the drop loop stops at the first number the kernel
+/// does not know), and the effective, permitted, inheritable and ambient sets are empty.
+#[test]
+fn the_command_holds_no_capability_at_all() {
+    as_root_and_user("the_command_holds_no_capability_at_all", || {
+        let d = Dirs::new();
+        let w = d.workspace("w");
+        let runner = ProcessRunner::native();
+        let s = spec(&w, network(NetworkMode::Disabled, false));
+        let out = probe(&runner, &s, &w, &["caps"]);
+        let last: u32 = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            out[0],
+            format!("caps bounding=[] sets=[0, 0, 0, 0, 0, 0] ambient=[] last={last}"),
+            "{out:?}"
+        );
+    });
 }
 
 #[test]

@@ -2348,10 +2348,14 @@ pub(crate) unsafe fn drop_capabilities() -> Result<(), RawFailure> {
     }
     // SAFETY: scalar prctls and a capset on live, correctly sized structs.
     unsafe {
+        // Capabilities are numbered 0..=CAP_LAST_CAP without gaps, and the kernel answers
+        // EINVAL for a number past the last one only: the first EINVAL ends the bounding set.
         for cap in 0..64 {
-            let rc = libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
-            if rc != 0 && errno() != libc::EINVAL {
-                return Err((STEP_CAPS, errno()));
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                match errno() {
+                    libc::EINVAL if cap > 0 => break,
+                    e => return Err((STEP_CAPS, e)),
+                }
             }
         }
         libc::prctl(
