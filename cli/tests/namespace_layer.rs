@@ -673,6 +673,79 @@ cat ~/.config/git/credentials 2>/dev/null || echo config-credentials-masked
     }
 }
 
+/// The private tmp is a tmpfs of the run's own with a size cap (ADR 0027): filling it past the
+/// cap gives the command ENOSPC and nothing else (turngate finishes the run and reports it, the
+/// bytes never reach the host's disk), the command can free it and go on, and a cap that is not
+/// a size is refused before anything runs.
+#[test]
+fn filling_the_private_tmp_past_its_cap_gives_enospc_and_harms_nothing() {
+    assert!(namespaces_available());
+    const FILL: &str = r#"
+import os, errno
+tmp = os.environ["TMPDIR"]
+print(tmp)
+written = 0
+try:
+    with open(os.path.join(tmp, "fill"), "wb") as f:
+        while written < 64 << 20:
+            f.write(b"\0" * (1 << 20))
+            f.flush()
+            written += 1 << 20
+    print("no cap", written >> 20)
+except OSError as e:
+    print(errno.errorcode[e.errno], written >> 20)
+os.remove(os.path.join(tmp, "fill"))
+open(os.path.join(tmp, "after"), "w").write("room again")
+print(open(os.path.join(tmp, "after")).read())
+"#;
+    for who in BOTH {
+        let env = Env::new(who);
+        let out = env
+            .command("auto_accept_edits", &["python3", "-c", FILL])
+            .env("TURNGATE_SANDBOX_TMP_SIZE", "4m")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{who:?}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 3, "{who:?}: {stdout}");
+        let tmp = PathBuf::from(lines[0]);
+        // 4 MiB of data, less what the tmpfs keeps for itself: refused before 5 MiB.
+        let filled: Vec<&str> = lines[1].split(' ').collect();
+        assert_eq!(filled[0], "ENOSPC", "{who:?}: {stdout}");
+        assert!(filled[1].parse::<u32>().unwrap() <= 4, "{who:?}: {stdout}");
+        assert_eq!(lines[2], "room again", "{who:?}");
+        // The run was reported as any other, and nothing of it is on the host.
+        assert!(env.report()["namespaces"].as_array().unwrap().len() >= 3);
+        assert!(!tmp.join("fill").exists() && !tmp.join("after").exists());
+
+        let marker = env.workspace.join("ran");
+        let out = env
+            .command(
+                "auto_accept_edits",
+                &["sh", "-c", &format!("echo ran > {}", marker.display())],
+            )
+            .env("TURNGATE_SANDBOX_TMP_SIZE", "lots")
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0), "{who:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("TURNGATE_SANDBOX_TMP_SIZE"),
+            "{who:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !marker.exists(),
+            "{who:?}: the command ran with an unusable tmp cap"
+        );
+    }
+}
+
 #[test]
 fn cargo_builds_in_the_sandbox_with_the_real_home() {
     assert!(namespaces_available());

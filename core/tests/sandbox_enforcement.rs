@@ -233,10 +233,12 @@ fn isolated_tmp_is_private_and_writable() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let tmpdir = stdout.lines().nth(1).unwrap();
-    assert!(tmpdir.contains("turngate-tmp-"), "{tmpdir}");
+    // A tmpfs of the run's own, mounted on the preparation's empty placeholder (ADR 0027):
+    // what the command wrote never reached the host.
+    assert!(tmpdir.contains("turngate-slot-"), "{tmpdir}");
     assert!(
-        !Path::new(tmpdir).exists(),
-        "the per-run tmp dir was not removed"
+        !Path::new(tmpdir).join("t").exists(),
+        "the run's tmp file is on the host"
     );
     // The host's shared /tmp is not granted under isolated tmp.
     assert_eq!(

@@ -20,8 +20,8 @@ use turngate::protocol::{
     TurnNetworkPolicySnapshot,
 };
 use turngate::sandbox::{
-    FsGrant, LinuxNonoBackend, ProcessOutcome, ProcessRequest, ProcessRunner, SandboxBackend,
-    SandboxSpec, TmpSpec,
+    FsGrant, LinuxNonoBackend, NamespaceSupport, ProcessOutcome, ProcessRequest, ProcessRunner,
+    RunError, SandboxBackend, SandboxSpec, TmpSpec,
 };
 
 /// One line per `OP:ARG` argument.
@@ -32,6 +32,34 @@ def run(op, args):
     if op == "pidns": return os.readlink("/proc/self/ns/pid")
     if op == "userns": return os.readlink("/proc/self/ns/user")
     if op == "tmpdir": return os.environ["TMPDIR"]
+    if op == "ls": return "ls " + " ".join(sorted(os.listdir(args[0])))
+    if op == "tmpstat":
+        import ctypes, struct
+        st = os.stat(args[0])
+        libc = ctypes.CDLL(None, use_errno=True)
+        buf = ctypes.create_string_buffer(256)
+        if libc.statfs(args[0].encode(), buf) != 0:
+            raise OSError(ctypes.get_errno(), "statfs")
+        # f_type, the first field; TMPFS_MAGIC.
+        fstype = "tmpfs" if struct.unpack_from("l", buf)[0] == 0x01021994 else "other"
+        return "tmpstat %o %d %s" % (st.st_mode & 0o7777, st.st_uid, fstype)
+    if op == "caps":
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        # PR_CAPBSET_READ: 1 while the capability is in the bounding set, -1 past the last.
+        bounding = [c for c in range(64) if libc.prctl(23, c, 0, 0, 0) == 1]
+        last = max(c for c in range(64) if libc.prctl(23, c, 0, 0, 0) >= 0)
+        header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+        data = (ctypes.c_uint32 * 6)()
+        if libc.capget(header, data) != 0:
+            raise OSError(ctypes.get_errno(), "capget")
+        # PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET
+        ambient = [c for c in range(last + 1) if libc.prctl(47, 1, c, 0, 0) == 1]
+        return "caps bounding=%s sets=%s ambient=%s last=%d" % (
+            bounding, list(data), ambient, last)
+    if op == "tmpsize":
+        v = os.statvfs(args[0])
+        return "tmpsize %d %d" % (v.f_blocks * v.f_frsize, v.f_files)
     if op == "fds":
         open_fds = []
         for fd in range(3, 1024):
@@ -94,7 +122,7 @@ def run(op, args):
     else: raise SystemExit("unknown op " + op)
     return "OK"
 for spec in sys.argv[1:]:
-    op, *args = spec.split(":")
+    op, *args = spec.replace("$TMPDIR", os.environ.get("TMPDIR", "$TMPDIR")).split(":")
     try:
         print(run(op, args), flush=True)
     except OSError as e:
@@ -445,12 +473,29 @@ fn each_run_of_a_prepared_sandbox_gets_its_own_private_tmp() {
             // One runner, one spec: the second and third runs reuse the first's preparation.
             let runner = ProcessRunner::native();
             let s = spec(&w, network(NetworkMode::Disabled, false));
-            let first = probe(&runner, &s, &w, &["tmpdir"]);
-            let first_tmp = PathBuf::from(&first[0]);
-            assert!(
-                !first_tmp.exists(),
-                "the first run's tmp dir was not removed"
+            let first = probe(
+                &runner,
+                &s,
+                &w,
+                &["tmpdir", "write:$TMPDIR/first", "ls:$TMPDIR"],
             );
+            assert_eq!(first[1], "OK", "{first:?}");
+            assert_eq!(first[2], "ls first", "{first:?}");
+            // On the host, the run's tmp dir is the placeholder its tmpfs was mounted on:
+            // still there, empty, the runner's own with mode 0700; the write went to memory.
+            let tmp = PathBuf::from(&first[0]);
+            assert!(tmp.starts_with(std::env::temp_dir()), "{tmp:?}");
+            assert_eq!(
+                host_listing(&tmp),
+                Vec::<String>::new(),
+                "the host saw the run's tmp"
+            );
+            let meta = std::fs::symlink_metadata(&tmp).unwrap();
+            use std::os::unix::fs::MetadataExt;
+            assert!(meta.is_dir());
+            assert_eq!(meta.mode() & 0o7777, 0o700);
+            // SAFETY: geteuid cannot fail.
+            assert_eq!(meta.uid(), unsafe { libc::geteuid() });
 
             let (up, stop) = (w.join("up"), w.join("stop"));
             let a = start(
@@ -458,104 +503,229 @@ fn each_run_of_a_prepared_sandbox_gets_its_own_private_tmp() {
                 &s,
                 &w,
                 vec![
-                    "tmpdir".into(),
+                    "write:$TMPDIR/secret".into(),
                     // Written through the variable the command gets, below.
                     format!("wait:{}:{}", up.display(), stop.display()),
+                    "ls:$TMPDIR".into(),
+                    "read:$TMPDIR/secret".into(),
                 ],
                 &up,
             );
             let a_tmp = PathBuf::from(std::fs::read_to_string(&up).unwrap());
-            assert!(
-                a_tmp.is_dir(),
-                "the running command's tmp dir {}",
-                a_tmp.display()
-            );
-            std::fs::write(a_tmp.join("secret"), "a's").unwrap();
+            assert_eq!(a_tmp, tmp, "one preparation, one mount point");
+            // While A runs, its tmp is neither on the host nor in B's view.
+            assert_eq!(host_listing(&tmp), Vec::<String>::new());
             let b = probe(
                 &runner,
                 &s,
                 &w,
                 &[
                     "tmpdir",
-                    &format!("read:{}", a_tmp.join("secret").display()),
-                    &format!("write:{}", a_tmp.join("planted").display()),
-                    &format!("write:{}", first_tmp.join("again").display()),
+                    "ls:$TMPDIR",
+                    "read:$TMPDIR/secret",
+                    "read:$TMPDIR/first",
+                    "write:$TMPDIR/planted",
                     "fds",
+                    "tmpstat:$TMPDIR",
                 ],
             );
             std::fs::write(&stop, "stop").unwrap();
             let a = lines(&a.join().unwrap());
 
-            assert_ne!(a[0], b[0], "two runs got the same tmp dir");
-            assert_ne!(b[0], first[0]);
-            assert_eq!(PathBuf::from(&a[0]), a_tmp);
-            assert_eq!(b[1], "ERRNO EACCES", "B read A's tmp dir: {b:?}");
-            assert!(
-                b[2] == "ERRNO EACCES" || b[2] == "ERRNO EROFS",
-                "B wrote into A's tmp dir: {b:?}"
+            assert_eq!(b[0], a_tmp.display().to_string());
+            assert_eq!(b[1], "ls ", "B saw another run's tmp: {b:?}");
+            assert_eq!(b[2], "ERRNO ENOENT", "B read A's tmp file: {b:?}");
+            assert_eq!(
+                b[3], "ERRNO ENOENT",
+                "B read the first run's tmp file: {b:?}"
             );
-            assert!(!a_tmp.join("planted").exists());
-            // The first run's dir is gone: nothing there to write into.
-            assert!(b[3].starts_with("ERRNO "), "{b:?}");
-            assert!(!first_tmp.exists());
-            assert_eq!(b[4], "fds ", "{b:?}");
-            // B can write its own tmp dir.
-            let own = probe(&runner, &s, &w, &["tmpdir"]);
-            let out = runner
-                .run_blocking(
-                    ProcessRequest::new(
-                        [
-                            "/bin/sh",
-                            "-c",
-                            "echo mine > \"$TMPDIR/f\" && cat \"$TMPDIR/f\"",
-                        ],
-                        &w,
-                    )
-                    .env([("PATH", "/usr/bin:/bin")])
-                    .sandbox(s.clone()),
-                )
-                .unwrap();
-            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "mine");
-            assert!(!PathBuf::from(&own[0]).exists());
-            assert!(!a_tmp.exists(), "A's tmp dir was not removed");
+            assert_eq!(b[4], "OK", "B cannot write its own tmp: {b:?}");
+            assert_eq!(b[5], "fds ", "{b:?}");
+            // SAFETY: geteuid cannot fail.
+            let uid = unsafe { libc::geteuid() };
+            assert_eq!(b[6], format!("tmpstat 700 {uid} tmpfs"), "{b:?}");
+            // A's tmp kept only A's file, B's write did not land there.
+            assert_eq!(a[0], "OK", "{a:?}");
+            assert_eq!(a[2], "ls secret", "{a:?}");
+            assert_eq!(a[3], "read x", "{a:?}");
+            assert_eq!(host_listing(&tmp), Vec::<String>::new());
+            drop(runner);
+            assert!(
+                !tmp.exists(),
+                "the placeholder outlived the runner's preparation"
+            );
+        },
+    );
+}
+
+fn host_listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_private_tmp_is_capped_and_filling_it_harms_nothing_else() {
+    as_root_and_user(
+        "the_private_tmp_is_capped_and_filling_it_harms_nothing_else",
+        || {
+            let d = Dirs::new();
+            let w = d.workspace("w");
+            let runner = ProcessRunner::native();
+            let s = spec(&w, network(NetworkMode::Disabled, false));
+            // The default cap (1 GiB, `TURNGATE_SANDBOX_TMP_SIZE`; the CLI tests a small one):
+            // the tmpfs reports it, and so many files are refused (nr_inodes).
+            let out = probe(&runner, &s, &w, &["tmpsize:$TMPDIR"]);
+            assert_eq!(
+                out[0],
+                format!("tmpsize {} {}", 1u64 << 30, 262_144),
+                "{out:?}"
+            );
+            // The command cannot write outside its tmp and roots, tmp or not.
+            let outside = d.base.join("outside");
+            std::fs::create_dir_all(&outside).unwrap();
+            let out = probe(
+                &runner,
+                &s,
+                &w,
+                &[
+                    &format!("write:{}", outside.join("x").display()),
+                    "write:/tmp/turngate-escape-probe",
+                    "write:$TMPDIR/../turngate-escape-probe",
+                ],
+            );
+            for line in &out {
+                assert!(
+                    line == "ERRNO EACCES" || line == "ERRNO EROFS",
+                    "a write outside the roots and the tmp: {out:?}"
+                );
+            }
+            assert!(!outside.join("x").exists());
+            assert!(!Path::new("/tmp/turngate-escape-probe").exists());
         },
     );
 }
 
 #[test]
-fn the_placeholder_for_the_per_run_tmp_dir_is_gone_after_preparing() {
+fn a_symlink_planted_on_the_tmp_mount_point_fails_the_spawn() {
     as_root_and_user(
-        "the_placeholder_for_the_per_run_tmp_dir_is_gone_after_preparing",
+        "a_symlink_planted_on_the_tmp_mount_point_fails_the_spawn",
         || {
             let d = Dirs::new();
             let w = d.workspace("w");
-            let backend = LinuxNonoBackend::new();
-            let before = slots();
-            let prepared = backend
-                .prepare(&spec(&w, network(NetworkMode::Disabled, false)))
-                .unwrap();
-            assert!(!prepared.is_unconfined());
-            // Other tests of this binary prepare at the same time: a placeholder of theirs
-            // may be there for a moment, never for seconds.
-            let new = || -> Vec<PathBuf> {
-                slots()
-                    .into_iter()
-                    .filter(|p| !before.contains(p))
-                    .collect()
-            };
-            // One listing decides: a listing with none left passes; one another test's
-            // placeholder shows up in is looked at again, for up to 3 s.
-            let started = Instant::now();
-            let left = loop {
-                let now = new();
-                if now.is_empty() || started.elapsed() >= Duration::from_secs(3) {
-                    break now;
+            let target = d.base.join("target");
+            std::fs::create_dir_all(&target).unwrap();
+            std::fs::write(target.join("kept"), "host file").unwrap();
+            let runner = ProcessRunner::native();
+            let s = spec(&w, network(NetworkMode::Disabled, false));
+            let tmp = PathBuf::from(&probe(&runner, &s, &w, &["tmpdir"])[0]);
+            // Swap the placeholder for a symlink to another directory (what a command with
+            // the host's /tmp writable, or another process of this user, could do).
+            std::fs::remove_dir(&tmp).unwrap();
+            std::os::unix::fs::symlink(&target, &tmp).unwrap();
+            let refused_at_tmp = |what: &str| {
+                let refused = runner.run_blocking(request(&s, &w, &["ls:$TMPDIR".into()]));
+                match &refused {
+                    Err(RunError::NamespaceSetup { step, errno }) => {
+                        assert!(step.contains("private tmp dir"), "{what}: {refused:?}");
+                        assert!(
+                            *errno == libc::ELOOP || *errno == libc::ESTALE,
+                            "{refused:?}"
+                        );
+                    }
+                    other => panic!("{what}: the run was not refused at its tmp: {other:?}"),
                 }
-                std::thread::sleep(Duration::from_millis(50));
             };
-            assert!(left.is_empty(), "placeholders left behind: {left:?}");
+            refused_at_tmp("a symlink planted on the mount point");
+            // A directory of the same name is not the placeholder either.
+            std::fs::remove_file(&tmp).unwrap();
+            std::fs::create_dir(&tmp).unwrap();
+            refused_at_tmp("a directory made in the placeholder's place");
+            assert_eq!(host_listing(&target), ["kept"]);
+            std::fs::remove_dir(&tmp).unwrap();
         },
     );
+}
+
+/// The command holds no capability of the (shared) user namespace: the bounding set is empty
+/// up to the kernel's last capability (the drop loop stops at the first number the kernel
+/// does not know), and the effective, permitted, inheritable and ambient sets are empty.
+#[test]
+fn the_command_holds_no_capability_at_all() {
+    as_root_and_user("the_command_holds_no_capability_at_all", || {
+        let d = Dirs::new();
+        let w = d.workspace("w");
+        let runner = ProcessRunner::native();
+        let s = spec(&w, network(NetworkMode::Disabled, false));
+        let out = probe(&runner, &s, &w, &["caps"]);
+        let last: u32 = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            out[0],
+            format!("caps bounding=[] sets=[0, 0, 0, 0, 0, 0] ambient=[] last={last}"),
+            "{out:?}"
+        );
+    });
+}
+
+#[test]
+fn the_placeholder_lives_as_long_as_the_preparation() {
+    as_root_and_user("the_placeholder_lives_as_long_as_the_preparation", || {
+        let d = Dirs::new();
+        let w = d.workspace("w");
+        let backend = LinuxNonoBackend::new();
+        let prepared = backend
+            .prepare(&spec(&w, network(NetworkMode::Disabled, false)))
+            .unwrap();
+        assert!(!prepared.is_unconfined());
+        let tmp = prepared.mounted_tmp().unwrap().to_path_buf();
+        assert!(tmp.is_dir());
+        assert_eq!(host_listing(&tmp), Vec::<String>::new());
+        drop(prepared);
+        assert!(!tmp.exists(), "the placeholder outlived its preparation");
+
+        // Without a mount namespace there is no tmpfs: the placeholder goes at once and
+        // each run gets a host directory (the runner's).
+        let degraded = LinuxNonoBackend::with_namespace_support(NamespaceSupport {
+            user: false,
+            mount: false,
+            pid: false,
+            network: false,
+            uts: false,
+            ipc: false,
+            errno: libc::EPERM,
+        });
+        let before = slots();
+        let prepared = degraded
+            .prepare(&spec(&w, network(NetworkMode::Disabled, false)))
+            .unwrap();
+        assert!(prepared.mounted_tmp().is_none());
+        // Other tests of this binary prepare at the same time: a placeholder of theirs
+        // may be there for a moment, never for seconds.
+        let new = || -> Vec<PathBuf> {
+            slots()
+                .into_iter()
+                .filter(|p| !before.contains(p))
+                .filter(|p| !p.exists() || host_listing(p).is_empty())
+                .collect()
+        };
+        let started = Instant::now();
+        let left = loop {
+            let now = new();
+            if now.is_empty() || started.elapsed() >= Duration::from_secs(3) {
+                break now;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(left.is_empty(), "placeholders left behind: {left:?}");
+    });
 }
 
 fn slots() -> Vec<PathBuf> {

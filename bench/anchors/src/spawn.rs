@@ -99,6 +99,10 @@ pub fn run(rounds: usize, srt_rounds: usize, tools: &Tools) -> serde_json::Value
     let workspace = workspace.canonicalize().expect("canonical workspace");
     let snap = snapshot(&workspace);
     let runner = ProcessRunner::native();
+    // The turn-long tmp dir's row has a runner of its own: a runner caches the preparation of
+    // the last spec it spawned (a gate's turn spawns under one spec), so two specs interleaved
+    // on one runner would re-prepare on every spawn, a cost no gated turn pays.
+    let turn_tmp_runner = ProcessRunner::native();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -145,7 +149,7 @@ pub fn run(rounds: usize, srt_rounds: usize, tools: &Tools) -> serde_json::Value
                     .exit_code
             }),
             Contestant::new("runner_sandboxed_turn_tmp", || {
-                rt.block_on(runner.run(sandboxed_turn_tmp.clone()))
+                rt.block_on(turn_tmp_runner.run(sandboxed_turn_tmp.clone()))
                     .expect("run")
                     .exit_code
             }),

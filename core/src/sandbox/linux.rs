@@ -15,7 +15,7 @@ use crate::protocol::{FsAccess, NetworkMode, SandboxBackendKind, SandboxMode};
 
 use super::egress::PROXY_PORT;
 use super::landlock_plan::{NONO_MAX_ENFORCED_ABI, NetPlan, plan_with_proxy};
-use super::namespace::{self, NamespacePlan, NamespaceSupport, ViewSpec};
+use super::namespace::{self, NamespacePlan, NamespaceSupport, TmpMount, ViewSpec};
 use super::report::{BackendProbe, Degradation, DegradationArea, SandboxReport};
 use super::spec::{SandboxSpec, TmpSpec};
 use super::{Launch, PreparedSandbox, SandboxBackend, SandboxError, unix_filter};
@@ -39,6 +39,46 @@ pub(crate) struct LinuxLaunch {
     /// The Landlock rule descriptors standing for the per-run tmp dir ([`TmpSlot`]); `None`
     /// when the spec names its tmp dir (or has none of its own).
     pub(crate) tmp_slot: Option<Vec<i32>>,
+    /// With a mount namespace, the placeholder every run's private tmpfs is mounted on (the
+    /// run's `TMPDIR`); kept, empty, as long as this preparation. `None`: the runner makes a
+    /// host directory per run.
+    pub(crate) tmpfs: Option<TmpSlot>,
+}
+
+impl LinuxLaunch {
+    /// The path of every run's own tmpfs, when the mount view makes one.
+    pub(crate) fn mounted_tmp(&self) -> Option<&std::path::Path> {
+        self.tmpfs.as_ref().map(|slot| slot.path.as_path())
+    }
+}
+
+/// The private tmpfs's default size cap (`TMPDIR` of a sandboxed command, in memory).
+pub const DEFAULT_TMP_SIZE: &str = "1g";
+/// The private tmpfs's cap on files and directories.
+pub const TMP_INODES: u64 = 262_144;
+/// The variable that sets the private tmpfs's size cap (`512m`, `2g`, bytes...).
+pub const TMP_SIZE_VAR: &str = "TURNGATE_SANDBOX_TMP_SIZE";
+
+/// The private tmpfs's size cap: [`TMP_SIZE_VAR`] when set, else [`DEFAULT_TMP_SIZE`]. A value
+/// that is not a positive whole number with an optional `k`, `m` or `g` is refused.
+fn tmp_size() -> Result<String, SandboxError> {
+    let Some(value) = std::env::var_os(TMP_SIZE_VAR) else {
+        return Ok(DEFAULT_TMP_SIZE.to_owned());
+    };
+    let value = value.to_string_lossy().into_owned();
+    let digits = value
+        .strip_suffix(['k', 'K', 'm', 'M', 'g', 'G'])
+        .unwrap_or(&value);
+    if digits.is_empty()
+        || !digits.bytes().all(|b| b.is_ascii_digit())
+        || digits.bytes().all(|b| b == b'0')
+    {
+        return Err(SandboxError::Prepare(format!(
+            "{TMP_SIZE_VAR}={value:?} is not a size (a positive number of bytes, optionally \
+             with k, m or g)"
+        )));
+    }
+    Ok(value)
 }
 
 fn detected() -> &'static Result<DetectedAbi, String> {
@@ -85,9 +125,9 @@ fn view_spec(
     spec: &SandboxSpec,
     net: &NetPlan,
     proxy: Option<u16>,
-    slot: Option<&std::path::Path>,
+    slot: Option<&TmpSlot>,
     shared_network: bool,
-) -> ViewSpec {
+) -> Result<ViewSpec, SandboxError> {
     let writable = spec
         .effective_grants()
         .into_iter()
@@ -95,31 +135,55 @@ fn view_spec(
         .map(|g| g.path)
         // Device files are bound into the new /dev on their own.
         .filter(|p| !p.starts_with("/dev"))
-        .filter(|p| Some(p.as_path()) != slot)
+        .filter(|p| Some(p.as_path()) != slot.map(|s| s.path.as_path()))
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .collect();
-    ViewSpec {
+    let tmp = match slot {
+        Some(slot) => Some(TmpMount {
+            path: slot.path.clone(),
+            dev: slot.dev,
+            ino: slot.ino,
+            size: tmp_size()?,
+            inodes: TMP_INODES,
+        }),
+        None => None,
+    };
+    Ok(ViewSpec {
         writable,
         masks: spec.masks.clone(),
         empty_socket_dirs: !spec.network.allow_unix_sockets,
         network: matches!(net, NetPlan::BlockAll) || proxy.is_some(),
         egress_port: proxy,
         shared_network,
-        tmp_slot: slot.is_some(),
+        tmp,
         overlays: spec.review.clone().unwrap_or_default(),
         overlay_rule_fds: Vec::new(),
-    }
+    })
 }
 
 /// The placeholder for a per-run private tmp dir (`TmpSpec::Isolated(None)`), so that the
 /// preparation can be cached across runs (opening every granted path and building the
 /// seccomp filter is most of the parent's work). The sandbox is prepared with this fresh,
-/// empty directory as the tmp grant, and the directory is removed right after: the Landlock
-/// rule descriptors nono opened for it point at a deleted directory, in which nothing can be
-/// created. Each run's child points those descriptors at that run's own tmp dir (`dup3`)
-/// before the ruleset is built from them, and the mount view binds that dir writable; a
-/// descriptor left unrepointed grants nothing.
-struct TmpSlot(std::path::PathBuf);
+/// empty directory (mode 0700) as the tmp grant. Each run's child points the Landlock rule
+/// descriptors nono opened for it at that run's own tmp dir (`dup3`) before the ruleset is
+/// built from them:
+/// - with a mount namespace, the placeholder is kept (empty) while the preparation lives and
+///   every run mounts a tmpfs of its own on it in its mount view (ADR 0027): the tmpfs's root
+///   is the run's tmp dir;
+/// - without one, the placeholder is removed right after preparing (the descriptors then
+///   point at a deleted directory, in which nothing can be created) and the runner makes a
+///   host directory per run.
+pub(crate) struct TmpSlot {
+    path: std::path::PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+impl std::fmt::Debug for TmpSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("TmpSlot").field(&self.path).finish()
+    }
+}
 
 impl TmpSlot {
     fn create() -> Result<TmpSlot, SandboxError> {
@@ -137,14 +201,31 @@ impl TmpSlot {
         }
         bytes.pop();
         // SAFETY: the bytes came from an OsString and mkdtemp only replaced ASCII `X`s.
-        let path = unsafe { std::ffi::OsString::from_encoded_bytes_unchecked(bytes) };
-        Ok(TmpSlot(std::path::PathBuf::from(path)))
+        let path = std::path::PathBuf::from(unsafe {
+            std::ffi::OsString::from_encoded_bytes_unchecked(bytes)
+        });
+        // mkdtemp made it; its identity is what every run's mount point must still be.
+        use std::os::unix::fs::MetadataExt;
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => Ok(TmpSlot {
+                dev: meta.dev(),
+                ino: meta.ino(),
+                path,
+            }),
+            other => {
+                let _ = std::fs::remove_dir(&path);
+                Err(SandboxError::Prepare(format!(
+                    "the private tmp dir's placeholder {} is not the directory made: {other:?}",
+                    path.display()
+                )))
+            }
+        }
     }
 }
 
 impl Drop for TmpSlot {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.0);
+        let _ = std::fs::remove_dir(&self.path);
     }
 }
 
@@ -302,7 +383,7 @@ impl SandboxBackend for LinuxNonoBackend {
         let slotted;
         let spec = match &slot {
             Some(slot) => {
-                slotted = spec.clone().with_tmp_dir(&slot.0);
+                slotted = spec.clone().with_tmp_dir(&slot.path);
                 &slotted
             }
             None => spec,
@@ -362,7 +443,7 @@ impl SandboxBackend for LinuxNonoBackend {
                 // since `before`: another thread's closed descriptor number may have been
                 // reused for ours meanwhile. Nothing but nono knows the placeholder's name.
                 let all: Vec<i32> = open_fds().into_iter().collect();
-                let fds = rule_fds_for(&slot.0, &all);
+                let fds = rule_fds_for(&slot.path, &all);
                 if fds.is_empty() {
                     return Err(SandboxError::Prepare(
                         "no Landlock rule was prepared for the private tmp dir".into(),
@@ -386,13 +467,7 @@ impl SandboxBackend for LinuxNonoBackend {
             check_review(spec, &ViewSpec::default())?;
             (None, Vec::new(), Vec::new())
         } else {
-            let mut view = view_spec(
-                spec,
-                &planned.net,
-                proxy,
-                slot.as_ref().map(|s| s.0.as_path()),
-                shared_network,
-            );
+            let mut view = view_spec(spec, &planned.net, proxy, slot.as_ref(), shared_network)?;
             check_review(spec, &view)?;
             view.overlay_rule_fds = view
                 .overlays
@@ -441,6 +516,12 @@ impl SandboxBackend for LinuxNonoBackend {
             }
             None => Self::detail(&abi),
         };
+        // Every run mounts its own tmpfs on the placeholder: keep it while this preparation
+        // lives. Otherwise it goes now, and each run gets a host directory.
+        let tmpfs = match slot {
+            Some(slot) if namespaces.as_ref().is_some_and(NamespacePlan::mounts_tmp) => Some(slot),
+            _ => None,
+        };
         let mut report =
             SandboxReport::applied(SandboxBackendKind::Nono, detail, degradations, narrowings);
         report.namespaces = entered;
@@ -452,6 +533,7 @@ impl SandboxBackend for LinuxNonoBackend {
                 namespaces,
                 unix_filter,
                 tmp_slot,
+                tmpfs,
             })),
         })
     }

@@ -158,6 +158,18 @@ impl PreparedSandbox {
     pub fn is_unconfined(&self) -> bool {
         matches!(self.launch, Launch::Unconfined)
     }
+
+    /// Where every run's private tmp dir is, when each run mounts a tmpfs of its own there
+    /// (a mount namespace, ADR 0027): the same path in every run, a different filesystem in
+    /// each, and an empty directory on the host. `None`: the runner makes a host directory
+    /// per run.
+    pub fn mounted_tmp(&self) -> Option<&std::path::Path> {
+        match &self.launch {
+            #[cfg(target_os = "linux")]
+            Launch::PreExec(launch) => launch.mounted_tmp(),
+            _ => None,
+        }
+    }
 }
 
 /// The platform has no sandbox backend turngate knows.

@@ -40,6 +40,10 @@ const MOUNT_ATTR_NOEXEC: u64 = 0x0000_0008;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
 const OPEN_TREE_CLONE: libc::c_uint = 0x1;
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+const FSOPEN_CLOEXEC: libc::c_uint = 0x1;
+const FSMOUNT_CLOEXEC: libc::c_uint = 0x1;
+const FSCONFIG_SET_STRING: libc::c_uint = 1;
+const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
 
 /// `struct mount_attr` (linux/mount.h), `MOUNT_ATTR_SIZE_VER0`.
 #[repr(C)]
@@ -715,8 +719,16 @@ enum MountOp {
     RootReadOnly,
     /// Bind a writable root over itself and make it writable again (`nosuid`, `nodev`).
     BindWritable { path: CString },
-    /// Bind the run's private tmp dir (its path is given at spawn) over itself, writable.
-    BindTmp,
+    /// The run's private tmp dir: a fresh tmpfs (`options`: its size cap, mode 0700) mounted
+    /// on the placeholder directory `path`, which must still be the directory prepared
+    /// (`dev`, `ino`; no symlink on the way). The new mount's root descriptor is the tmp dir
+    /// the command's Landlock rule is built on.
+    TmpfsTmp {
+        path: CString,
+        dev: u64,
+        ino: u64,
+        options: Vec<(CString, CString)>,
+    },
     /// Bind a path over itself read-only.
     BindReadOnly { path: CString },
     /// A tmpfs (mode and size in `data`).
@@ -771,7 +783,9 @@ impl MountOp {
             MountOp::Clone { path, .. } => format!("clone {}", s(path)),
             MountOp::RootReadOnly => "mount / read-only".into(),
             MountOp::BindWritable { path } => format!("bind {} read-write", s(path)),
-            MountOp::BindTmp => "bind the private tmp dir read-write".into(),
+            MountOp::TmpfsTmp { path, .. } => {
+                format!("tmpfs for the private tmp dir on {}", s(path))
+            }
             MountOp::BindReadOnly { path } => format!("bind {} read-only", s(path)),
             MountOp::Tmpfs { path, .. } => format!("tmpfs on {}", s(path)),
             MountOp::CreateFile { path, .. } => format!("create {}", s(path)),
@@ -838,13 +852,30 @@ pub struct ViewSpec {
     /// the backend sets it only when the command can open no socket that reaches anything
     /// there (the network blocked, Unix sockets refused, abstract sockets scoped).
     pub shared_network: bool,
-    /// Whether a per-run private tmp dir is bound writable (its path is given at spawn).
-    pub tmp_slot: bool,
+    /// The per-run private tmp dir: a tmpfs of its own mounted on this placeholder in every
+    /// run's mount view (`None`: no private tmp dir of the run's own).
+    pub tmp: Option<TmpMount>,
     /// For each overlay, the descriptors of the Landlock path rules prepared for its root.
     /// Landlock ignores a rule on a directory hidden by a mount, so once the overlay covers
     /// the root, the child points these descriptors at the overlay's root instead (`dup3`),
     /// before the ruleset is built from them.
     pub overlay_rule_fds: Vec<Vec<i32>>,
+}
+
+/// Where each run's private tmpfs goes, and how large it may grow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TmpMount {
+    /// The placeholder directory on the host (empty, mode 0700, the runner's own), the mount
+    /// point in every run's view.
+    pub path: PathBuf,
+    /// The placeholder's device and inode: the mount point must still be this directory.
+    pub dev: u64,
+    /// See `dev`.
+    pub ino: u64,
+    /// The tmpfs's `size` option (bytes, or with a `k`, `m` or `g` suffix).
+    pub size: String,
+    /// The tmpfs's `nr_inodes` option.
+    pub inodes: u64,
 }
 
 /// Everything the child needs, prepared in the parent.
@@ -1035,6 +1066,13 @@ impl NamespacePlan {
         self.pid
     }
 
+    /// Whether every run mounts a private tmpfs of its own on the view's tmp placeholder.
+    pub(crate) fn mounts_tmp(&self) -> bool {
+        self.ops
+            .iter()
+            .any(|op| matches!(op, MountOp::TmpfsTmp { .. }))
+    }
+
     /// The egress proxy's port when P creates its listener (the network namespace is
     /// entered and the network goes through the proxy).
     pub(crate) fn egress_port(&self) -> Option<u16> {
@@ -1188,9 +1226,24 @@ fn mount_ops(view: &ViewSpec, masks_out: &mut Vec<Mask>) -> Result<Vec<MountOp>,
             path: cstring(path)?,
         });
     }
-    // The run's private tmp dir: fresh, so nothing of the plan lies inside it.
-    if view.tmp_slot {
-        ops.push(MountOp::BindTmp);
+    // The run's private tmp dir: a tmpfs of its own, so nothing of the plan lies inside it.
+    if let Some(tmp) = &view.tmp {
+        let opt = |k: &str, v: &str| -> Result<(CString, CString), String> {
+            Ok((
+                CString::new(k).map_err(|_| "NUL in a tmpfs option".to_string())?,
+                CString::new(v).map_err(|_| format!("the tmpfs option {k}={v:?} has a NUL"))?,
+            ))
+        };
+        ops.push(MountOp::TmpfsTmp {
+            path: cstring(&tmp.path)?,
+            dev: tmp.dev,
+            ino: tmp.ino,
+            options: vec![
+                opt("mode", "0700")?,
+                opt("size", &tmp.size)?,
+                opt("nr_inodes", &tmp.inodes.to_string())?,
+            ],
+        });
     }
     // 4. Pin every directory between a writable root and a mask as a mount point of its own:
     //    a mount point cannot be renamed or removed (EBUSY), so `mv .git .git-old` cannot move
@@ -1377,7 +1430,7 @@ const SLOTS: usize = 8;
 fn mount_op(
     op: &MountOp,
     slots: &mut [libc::c_int; SLOTS],
-    tmp: Option<&std::ffi::CStr>,
+    tmp_fd: &std::cell::Cell<libc::c_int>,
 ) -> Result<(), i32> {
     let null = std::ptr::null::<libc::c_char>();
     let ok = |rc: libc::c_long| if rc == 0 { Ok(()) } else { Err(errno()) };
@@ -1425,14 +1478,24 @@ fn mount_op(
                     MOUNT_ATTR_RDONLY,
                 )
             }
-            MountOp::BindTmp => match tmp {
-                Some(path) => bind_over_itself(
-                    path,
-                    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                    MOUNT_ATTR_RDONLY,
-                ),
-                None => Err(libc::ENOENT),
-            },
+            MountOp::TmpfsTmp {
+                path,
+                dev,
+                ino,
+                options,
+            } => {
+                // The placeholder itself, never what a symlink planted there points to.
+                let target = Fd(open_exact(path, *dev, *ino, Identity::Exact)?);
+                let root = new_tmpfs(options)?;
+                if let Err(e) = move_onto(root, target.0) {
+                    libc::close(root);
+                    return Err(e);
+                }
+                // The mount's root: the command's tmp dir (close-on-exec; the command step
+                // points the Landlock rule descriptors at it).
+                tmp_fd.set(root);
+                Ok(())
+            }
             MountOp::BindReadOnly { path } => bind_over_itself(
                 path,
                 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
@@ -1661,6 +1724,53 @@ fn open_tree(
         Err(errno())
     } else {
         Ok(fd as libc::c_int)
+    }
+}
+
+/// A detached tmpfs with `options` (`nosuid`, `nodev`): the descriptor of its root.
+fn new_tmpfs(options: &[(CString, CString)]) -> Result<libc::c_int, i32> {
+    // SAFETY: raw syscalls on NUL-terminated strings prepared by the parent and scalars; every
+    // descriptor opened is closed or returned.
+    unsafe {
+        let fs = libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC);
+        if fs < 0 {
+            return Err(errno());
+        }
+        let fs = Fd(fs as libc::c_int);
+        for (key, value) in options {
+            if libc::syscall(
+                libc::SYS_fsconfig,
+                fs.0,
+                FSCONFIG_SET_STRING,
+                key.as_ptr(),
+                value.as_ptr(),
+                0,
+            ) != 0
+            {
+                return Err(errno());
+            }
+        }
+        if libc::syscall(
+            libc::SYS_fsconfig,
+            fs.0,
+            FSCONFIG_CMD_CREATE,
+            std::ptr::null::<libc::c_char>(),
+            std::ptr::null::<libc::c_void>(),
+            0,
+        ) != 0
+        {
+            return Err(errno());
+        }
+        let root = libc::syscall(
+            libc::SYS_fsmount,
+            fs.0,
+            FSMOUNT_CLOEXEC,
+            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        );
+        if root < 0 {
+            return Err(errno());
+        }
+        Ok(root as libc::c_int)
     }
 }
 
@@ -1914,7 +2024,7 @@ impl NamespacePlan {
         &self,
         parent_pid: libc::pid_t,
         bridge: libc::c_int,
-        tmp: Option<&std::ffi::CStr>,
+        tmp_fd: &std::cell::Cell<libc::c_int>,
         report: libc::c_int,
         failure: libc::c_int,
         command: &mut dyn FnMut() -> RawFailure,
@@ -1948,7 +2058,7 @@ impl NamespacePlan {
             if self.mount {
                 let mut slots = [-1; SLOTS];
                 for (i, op) in self.ops.iter().enumerate() {
-                    if let Err(e) = mount_op(op, &mut slots, tmp) {
+                    if let Err(e) = mount_op(op, &mut slots, tmp_fd) {
                         return Err((STEP_MOUNT_BASE + i as u32, e));
                     }
                 }
@@ -2238,10 +2348,14 @@ pub(crate) unsafe fn drop_capabilities() -> Result<(), RawFailure> {
     }
     // SAFETY: scalar prctls and a capset on live, correctly sized structs.
     unsafe {
+        // Capabilities are numbered 0..=CAP_LAST_CAP without gaps, and the kernel answers
+        // EINVAL for a number past the last one only: the first EINVAL ends the bounding set.
         for cap in 0..64 {
-            let rc = libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0);
-            if rc != 0 && errno() != libc::EINVAL {
-                return Err((STEP_CAPS, errno()));
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                match errno() {
+                    libc::EINVAL if cap > 0 => break,
+                    e => return Err((STEP_CAPS, e)),
+                }
             }
         }
         libc::prctl(

@@ -415,11 +415,10 @@ impl Drop for TmpDirGuard {
     }
 }
 
-/// This run's private tmp dir as the child needs it: its path (for the mount view) and an
-/// `O_PATH` descriptor on it (for the Landlock rule).
+/// This run's private host tmp dir as the child needs it: an `O_PATH` descriptor on it (for
+/// the Landlock rule; without a mount namespace the dir is reached by its host path).
 #[cfg(target_os = "linux")]
 struct RunTmp {
-    path: std::ffi::CString,
     fd: OwnedFd,
 }
 
@@ -440,7 +439,7 @@ impl RunTmp {
         }
         // SAFETY: `open` returned a fresh descriptor nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        Ok(RunTmp { path, fd })
+        Ok(RunTmp { fd })
     }
 }
 
@@ -619,30 +618,26 @@ unsafe fn confine(
     cwd: &std::ffi::CStr,
     parent: libc::pid_t,
     bridge: libc::c_int,
-    tmp: Option<(&std::ffi::CStr, libc::c_int)>,
+    tmp: libc::c_int,
     report: libc::c_int,
     failure: libc::c_int,
     exec: &mut ExecPlan,
 ) -> Result<(), (u32, i32)> {
+    // This run's tmp dir (-1: none yet): the host directory the runner made, or the root of
+    // the tmpfs P mounts in the view. I and C share P's memory, so they read what P set.
+    let tmp = std::cell::Cell::new(tmp);
     // SAFETY (whole function): raw syscalls on scalars and NUL-terminated strings prepared by
     // the parent.
     unsafe {
         if let Some(plan) = &launch.namespaces {
-            let mut command = || match confine_command(launch, cwd, tmp) {
+            let mut command = || match confine_command(launch, cwd, tmp.get()) {
                 Ok(()) => exec.exec(),
                 Err(failed) => failed,
             };
-            plan.enter(
-                parent,
-                bridge,
-                tmp.map(|(path, _)| path),
-                report,
-                failure,
-                &mut command,
-            )?;
+            plan.enter(parent, bridge, &tmp, report, failure, &mut command)?;
         }
         // No PID namespace: this process is the command's own; std execs it.
-        confine_command(launch, cwd, tmp)
+        confine_command(launch, cwd, tmp.get())
     }
 }
 
@@ -656,7 +651,7 @@ unsafe fn confine(
 unsafe fn confine_command(
     launch: &super::linux::LinuxLaunch,
     cwd: &std::ffi::CStr,
-    tmp: Option<(&std::ffi::CStr, libc::c_int)>,
+    tmp: libc::c_int,
 ) -> Result<(), (u32, i32)> {
     use super::namespace as ns;
     // SAFETY (whole function): as in `confine`.
@@ -673,11 +668,11 @@ unsafe fn confine_command(
         // The tmp grant's rule descriptors stand for a deleted placeholder until they are
         // pointed at this run's tmp dir (see `linux::TmpSlot`).
         if let Some(slots) = &launch.tmp_slot {
-            let Some((_, fd)) = tmp else {
+            if tmp < 0 {
                 return Err((ns::STEP_TMP, libc::ENOENT));
-            };
+            }
             for slot in slots {
-                if libc::dup3(fd, *slot, libc::O_CLOEXEC) < 0 {
+                if libc::dup3(tmp, *slot, libc::O_CLOEXEC) < 0 {
                     return Err((ns::STEP_TMP, *libc::__errno_location()));
                 }
             }
@@ -1009,17 +1004,25 @@ impl ProcessRunner {
         let prepared = match &request.sandbox {
             None => None,
             Some(spec) => {
-                if spec.tmp == TmpSpec::Isolated(None) {
+                if spec.tmp == TmpSpec::Isolated(None) && self.backend.prepares_per_run_tmp() {
+                    // Prepared once; this run's tmp dir is handed to the child: a tmpfs of its
+                    // own in its mount view (ADR 0027), or a host directory made here.
+                    let prepared = self.prepare_cached(spec)?;
+                    match prepared.mounted_tmp() {
+                        Some(path) => tmp_env = Some(path.as_os_str().to_os_string()),
+                        None => {
+                            let guard = TmpDirGuard::create()?;
+                            tmp_env = Some(guard.0.as_os_str().to_os_string());
+                            tmp_guard = Some(guard);
+                        }
+                    }
+                    Some(prepared)
+                } else if spec.tmp == TmpSpec::Isolated(None) {
                     let guard = TmpDirGuard::create()?;
                     tmp_env = Some(guard.0.as_os_str().to_os_string());
-                    let prepared = if self.backend.prepares_per_run_tmp() {
-                        // Prepared once; this run's tmp dir is handed to the child.
-                        self.prepare_cached(spec)?
-                    } else {
-                        let mut spec = spec.clone();
-                        spec.tmp = TmpSpec::Isolated(Some(guard.0.clone()));
-                        Arc::new(prepare(self.backend.as_ref(), &spec)?)
-                    };
+                    let mut spec = spec.clone();
+                    spec.tmp = TmpSpec::Isolated(Some(guard.0.clone()));
+                    let prepared = Arc::new(prepare(self.backend.as_ref(), &spec)?);
                     tmp_guard = Some(guard);
                     Some(prepared)
                 } else {
@@ -1106,6 +1109,8 @@ impl ProcessRunner {
                 // This run's own tmp dir, for a sandbox prepared with a placeholder for it.
                 let run_tmp = match (&sandbox.tmp_slot, &tmp_guard) {
                     (None, _) => None,
+                    // P mounts it and hands its root to the command step.
+                    (Some(_), None) if sandbox.tmpfs.is_some() => None,
                     (Some(_), Some(guard)) => Some(RunTmp::open(&guard.0)?),
                     (Some(_), None) => {
                         return Err(RunError::InvalidRequest(
@@ -1135,9 +1140,7 @@ impl ProcessRunner {
                             report_child_failure(fd, 7, errno);
                             return Err(std::io::Error::from_raw_os_error(errno));
                         }
-                        let tmp = run_tmp
-                            .as_ref()
-                            .map(|t| (t.path.as_c_str(), t.fd.as_raw_fd()));
+                        let tmp = run_tmp.as_ref().map_or(-1, |t| t.fd.as_raw_fd());
                         if let Err((step, errno)) = confine(
                             &sandbox, &cwd, parent, bridge_fd, tmp, report_fd, fd, &mut exec,
                         ) {
