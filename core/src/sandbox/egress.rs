@@ -868,8 +868,9 @@ mod tests {
                 }
             );
             assert!(got == down, "round {round}: the client got different bytes");
-            // The direction that moved bytes holds one pipe; the quiet one none.
-            assert_eq!(live(), 1, "round {round}");
+            // The direction that moved bytes holds its pipe (the quiet one may hold one for a
+            // moment too: tokio's readiness has false positives).
+            assert!((1..=2).contains(&live()), "round {round}: {} pipes", live());
             tokio::time::sleep(splice::PIPE_LINGER * 4).await;
             assert_eq!(live(), 0, "round {round}: a quiet tunnel kept its pipe");
         }
