@@ -417,6 +417,22 @@ fn content_length(values: &[&[u8]]) -> Result<Option<u64>, BadHead> {
 
 const BAD_LENGTH: &str = "the upstream's Content-Length is malformed or ambiguous";
 
+/// Until `client` hangs up (what it sends meanwhile is discarded: its connection is closing).
+async fn gone(client: &TcpStream) {
+    let mut scratch = [0u8; 4096];
+    loop {
+        if client.readable().await.is_err() {
+            return;
+        }
+        match client.try_read(&mut scratch) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => return,
+        }
+    }
+}
+
 /// Serve one plain request on `client`: whether the connection may serve another.
 async fn forward(client: &TcpStream, req: &Plain, decider: &dyn EgressDecider) -> io::Result<bool> {
     let Some(authority) = req.uri.authority() else {
@@ -512,7 +528,11 @@ async fn forward(client: &TcpStream, req: &Plain, decider: &dyn EgressDecider) -
         let now = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
         last.store(now, Ordering::Relaxed);
     };
+    let close_delimited = head.framing == Framing::Close;
     tokio::select! {
+        // A close-delimited body ends the client's connection anyway: a client that hangs up
+        // ends it now, not when an upstream that ignored `Connection: close` goes quiet.
+        () = gone(client), if close_delimited => Ok(false),
         moved = splice::copy(&upstream, client, remaining, &touch) => match moved? {
             // The whole length: the connection serves the next request.
             (Ended::Limit, _) => Ok(keep),
@@ -736,6 +756,45 @@ mod tests {
             .expect("head")
             + 4;
         assert!(rest[head_len..] == short[..], "the short body differs");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_hangs_up_ends_a_close_delimited_body_the_upstream_keeps_open() {
+        // A chunked body, and an upstream that never closes.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            if let Ok((mut s, _)) = listener.accept().await {
+                let mut head = [0u8; 1024];
+                let _ = s.read(&mut head).await;
+                let _ = s
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n",
+                    )
+                    .await;
+                tokio::time::sleep(Duration::from_secs(60)).await;
+            }
+        });
+        let h = format!("127.0.0.1:{}", addr.port());
+        let decider = Arc::new(Decider {
+            allowed: vec![(h.clone(), addr)],
+            asked: Mutex::new(Vec::new()),
+        });
+        let (mut far, task) = client(decider).await;
+        far.write_all(format!("GET http://{h}/ HTTP/1.1\r\n\r\n").as_bytes())
+            .await
+            .expect("write");
+        let mut got = vec![0u8; 16];
+        let n = far.read(&mut got).await.expect("read");
+        assert!(got[..n].starts_with(b"HTTP/1.1 200"), "{:?}", &got[..n]);
+        drop(far);
+        let ended = tokio::time::timeout(Duration::from_secs(10), task).await;
+        assert!(
+            ended.is_ok(),
+            "the proxy kept serving a client that hung up"
+        );
     }
 
     #[tokio::test]
