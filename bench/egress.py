@@ -19,6 +19,9 @@ speed) on 127.0.0.1. Measured, interleaved round by round:
   (the direct request alone moved between 0.4 and 1.8 ms from one run to the next), and the
   proxied path has more such hand-offs than the direct one (client, proxy, audit writer,
   server). On one CPU the difference is the work turngate adds, not the host's scheduling.
+- the sandbox alone: the same curl inside `turngate run --net enabled` (seccomp, Landlock, the
+  namespaces, no proxy), straight to the server: what the sandbox costs a download apart from
+  the proxy (the budget stays proxy vs direct loopback);
 - with `--srt`, the same download through Anthropic's sandbox-runtime's proxy (the anchor).
 """
 
@@ -37,7 +40,7 @@ import threading
 from pathlib import Path
 
 SIZE = 1 << 30
-ROUNDS = 3
+ROUNDS = int(os.environ.get("EGRESS_ROUNDS", "3"))
 REQUESTS = 200
 LATENCY_ROUNDS = 5
 # sandbox-runtime relays through socat; a download slower than this is reported, not waited for.
@@ -104,6 +107,7 @@ class Server(socketserver.ThreadingTCPServer):
 
 def main() -> None:
     turngate = sys.argv[1]
+    load_at_start = os.getloadavg()
     srt = sys.argv[sys.argv.index("--srt") + 1] if "--srt" in sys.argv else None
     work = Path(tempfile.mkdtemp(prefix="turngate-egress-bench-"))
     big = work / "big"
@@ -152,9 +156,15 @@ def main() -> None:
             raise SystemExit(f"downloaded {size} bytes, not {SIZE}")
         return float(rate)
 
+    def unproxied(argv: list[str]) -> list[str]:
+        """The sandbox without the proxy: the network as the host has it."""
+        return [turngate, "run", "--mode", "auto_accept_edits", "--net", "enabled",
+                "--policy", str(policy), "--approver", "deny", "--workspace", str(ws),
+                "--store", str(work / "audit.db"), "--", *argv]
+
     # `-p`: the same download through a CONNECT tunnel (how HTTPS goes).
     tunnel_curl = ["curl", "-p", *curl[1:]]
-    direct, proxied, tunneled, srt_speed = [], [], [], []
+    direct, proxied, tunneled, srt_speed, sandbox_only = [], [], [], [], []
     srt_settings = work / "srt.json"
     srt_settings.write_text(json.dumps({
         "network": {"allowedDomains": [f"127.0.0.1:{port}"], "deniedDomains": [],
@@ -170,6 +180,7 @@ def main() -> None:
         direct.append(speed(run(["curl", "--noproxy", "*", *curl[1:]])))
         proxied.append(speed(run(sandboxed(curl))))
         tunneled.append(speed(run(sandboxed(tunnel_curl))))
+        sandbox_only.append(speed(run(unproxied(["curl", "--noproxy", "*", *curl[1:]]))))
         if srt and not srt_error:
             try:
                 # srt puts loopback in NO_PROXY; cleared so curl uses srt's proxy.
@@ -195,12 +206,15 @@ def main() -> None:
     pinned = json.loads(run(["taskset", "-c", "0", sys.executable, str(Path(__file__).resolve()),
                              turngate, "--latency-only"]))
     out = {
+        "loadavg_at_start": load_at_start,
+        "loadavg_at_end": os.getloadavg(),
         "size_bytes": SIZE,
         "rounds": ROUNDS,
         "requests": REQUESTS,
         "direct_bytes_per_s": direct,
         "proxied_bytes_per_s": proxied,
         "tunneled_bytes_per_s": tunneled,
+        "sandbox_only_bytes_per_s": sandbox_only,
         "srt_bytes_per_s": srt_speed,
         "srt_error": srt_error,
         "latency_direct_ms": lat_direct,
@@ -210,6 +224,7 @@ def main() -> None:
         "latency_pinned_proxied_ms": pinned["latency_proxied_ms"],
         "throughput_ratio": statistics.median(proxied) / statistics.median(direct),
         "tunnel_throughput_ratio": statistics.median(tunneled) / statistics.median(direct),
+        "sandbox_only_ratio": statistics.median(sandbox_only) / statistics.median(direct),
         "added_latency_ms": statistics.median(lat_proxied) - statistics.median(lat_direct),
         "added_latency_pinned_ms": (statistics.median(pinned["latency_proxied_ms"])
                                     - statistics.median(pinned["latency_direct_ms"])),

@@ -1233,3 +1233,78 @@ fn concurrent_asks_are_coalesced_capped_and_cancelled_when_the_command_ends() {
         assert_eq!(after, Vec::<serde_json::Value>::new(), "{who:?}");
     }
 }
+
+/// ADR 0028: a download larger than every buffer and pipe on the way (24 MiB) arrives byte for
+/// byte through the fast path (absolute-form `GET`, spliced), through a `CONNECT` tunnel, and
+/// through urllib (its own headers, `Connection: close`); two `GET`s on one curl connection get
+/// an upstream connection each.
+#[test]
+fn a_large_download_arrives_exactly_through_every_path() {
+    assert!(namespaces_available());
+    const LEN: usize = 24 << 20;
+    let body: Arc<Vec<u8>> = Arc::new(
+        (0..LEN)
+            .map(|i| (i as u8).wrapping_mul(131).wrapping_add((i >> 16) as u8))
+            .collect(),
+    );
+    let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = body.clone();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let seen = connections.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            seen.fetch_add(1, Ordering::SeqCst);
+            let body = served.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut stream = stream;
+                loop {
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        match reader.read_line(&mut line) {
+                            Ok(0) | Err(_) => return,
+                            Ok(_) if line == "\r\n" => break,
+                            Ok(_) => {}
+                        }
+                    }
+                    let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+                    if stream.write_all(head.as_bytes()).is_err()
+                        || stream.write_all(&body).is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    for who in BOTH {
+        let env = Env::new(who);
+        let allow = vec![format!("127.0.0.1:{port}")];
+        let url = format!("http://127.0.0.1:{port}/big");
+        let script = format!(
+            "curl -sS -o plain1 {url} -o plain2 {url} && curl -sS -p -o tunnel {url} && \
+             python3 -c 'import urllib.request, sys; open(\"urllib\", \"wb\").write(urllib.request.urlopen(sys.argv[1], timeout=60).read())' {url} && echo done"
+        );
+        let out = env
+            .command("deny", &allow, &["sh", "-c", &script])
+            .output()
+            .unwrap();
+        assert_eq!(
+            lines(&out, who),
+            vec!["done".to_owned()],
+            "{who:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for name in ["plain1", "plain2", "tunnel", "urllib"] {
+            let got = std::fs::read(env.workspace.join(name)).unwrap();
+            assert_eq!(got.len(), LEN, "{who:?}: {name}");
+            assert!(got == *body, "{who:?}: {name} differs");
+        }
+        // Each forwarded request has its own upstream connection (each was decided on its
+        // own); the tunnel and urllib one each.
+        assert_eq!(connections.swap(0, Ordering::SeqCst), 4, "{who:?}");
+    }
+}

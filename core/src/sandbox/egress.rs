@@ -138,11 +138,8 @@ fn text(status: StatusCode, body: String) -> Response<Body> {
     response
 }
 
-fn refused(authority: &str, reason: &str) -> Response<Body> {
-    text(
-        StatusCode::FORBIDDEN,
-        format!("turngate egress proxy: connection to {authority} refused: {reason}\n"),
-    )
+fn refusal(authority: &str, reason: &str) -> String {
+    format!("turngate egress proxy: connection to {authority} refused: {reason}\n")
 }
 
 /// Serve the proxy on `listener` until the future is dropped. Connections are decided by
@@ -210,6 +207,13 @@ fn transient(e: &std::io::Error) -> bool {
     )
 }
 
+/// The client connection's stream as hyper gets it: on Linux after the fast path of plain
+/// downloads ([`front`]) read from it.
+#[cfg(target_os = "linux")]
+type ClientIo = front::Rewind;
+#[cfg(not(target_os = "linux"))]
+type ClientIo = TcpStream;
+
 /// A permit held for a connection's whole life (its tunnel or upstream tasks hold clones).
 type Permit = Arc<OwnedSemaphorePermit>;
 
@@ -219,6 +223,11 @@ async fn serve_connection(
     tasks: Arc<Mutex<JoinSet<()>>>,
     permit: Permit,
 ) {
+    #[cfg(target_os = "linux")]
+    let stream = match front::serve(stream, decider).await {
+        front::Front::Done => return,
+        front::Front::Hyper(rewind) => rewind,
+    };
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
         let tasks = tasks.clone();
         let permit = permit.clone();
@@ -335,9 +344,13 @@ async fn idle_watchdog(last: &AtomicU64, start: Instant, idle: Duration) {
 /// `splice`s from one socket into a pipe and from the pipe into the other socket, so a
 /// download through the proxy costs the kernel's page moves, not two copies in and out of
 /// user space (DESIGN §13's throughput budget); only a burst that can get no pipe (out of
-/// descriptors) is copied through a buffer.
+/// descriptors) is copied through a buffer. A forwarded response's body is moved the same
+/// way ([`splice::copy`], ADR 0028).
 #[cfg(target_os = "linux")]
-mod splice {
+mod front;
+
+#[cfg(target_os = "linux")]
+pub(super) mod splice {
     use std::io;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -356,10 +369,19 @@ mod splice {
     /// The copy buffer of a burst that could get no pipe.
     const FALLBACK_BUFFER: usize = 256 * 1024;
 
+    /// How long a direction keeps its pipe once its source has nothing more for now. A
+    /// download drains the socket many times a second and waits a few microseconds for the
+    /// next segment: making and closing a pipe (and sizing it) every time cost more than the
+    /// bytes' moves. A direction quiet for longer gives its pipe back, so an idle tunnel
+    /// holds its two sockets and nothing else (E1).
+    pub(super) const PIPE_LINGER: Duration = Duration::from_millis(250);
+
     #[cfg(test)]
     thread_local! {
         /// Tests: every pipe fails as if out of descriptors (the copy fallback).
         pub(super) static NO_PIPES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// Tests: the pipes alive on this thread.
+        pub(super) static LIVE_PIPES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     }
 
     /// One direction's pipe.
@@ -388,7 +410,16 @@ mod splice {
             };
             // SAFETY: F_SETPIPE_SZ on a pipe this function owns; failure leaves the default.
             unsafe { libc::fcntl(pipe.write.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE) };
+            #[cfg(test)]
+            LIVE_PIPES.with(|n| n.set(n.get() + 1));
             Ok(pipe)
+        }
+    }
+
+    #[cfg(test)]
+    impl Drop for Pipe {
+        fn drop(&mut self) {
+            LIVE_PIPES.with(|n| n.set(n.get().saturating_sub(1)));
         }
     }
 
@@ -409,39 +440,74 @@ mod splice {
         usize::try_from(n).map_err(|_| io::Error::last_os_error())
     }
 
-    /// Move everything `src` sends to `dst` until `src`'s end of stream, then shut down
-    /// `dst`'s sending side (a half-close passes through, as with a copy).
+    /// How one direction ended.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(super) enum Ended {
+        /// `src` sent its end of stream.
+        Eof,
+        /// The limit's bytes were moved (`src` may have more).
+        Limit,
+    }
+
+    /// Move what `src` sends to `dst`: until `src`'s end of stream, or until `limit` bytes
+    /// were moved when there is one. Returns how it ended and the bytes moved. `dst` is not
+    /// shut down here.
     ///
     /// A pipe is held only while bytes are moving: it is made when `src` becomes readable and
-    /// closed when `src` has nothing more for now, so an idle tunnel holds its two sockets and
-    /// nothing else (the connection cap bounds turngate's descriptors, E1). When no pipe can
-    /// be had (out of descriptors), that burst is copied through a buffer instead.
-    async fn one_way(
+    /// closed once `src` had nothing more for [`PIPE_LINGER`], so an idle direction holds no
+    /// pipe (the connection cap bounds turngate's descriptors, E1). When no pipe can be had
+    /// (out of descriptors), that burst is copied through a buffer instead.
+    pub(super) async fn copy(
         src: &TcpStream,
         dst: &TcpStream,
+        limit: Option<u64>,
         touch: &(dyn Fn() + Sync),
-    ) -> io::Result<()> {
+    ) -> io::Result<(Ended, u64)> {
         let mut buffer: Vec<u8> = Vec::new();
+        let mut moved: u64 = 0;
+        let mut pipe: Option<Pipe> = None;
         loop {
-            src.readable().await?;
-            let pipe = Pipe::new().ok();
+            if limit == Some(moved) {
+                return Ok((Ended::Limit, moved));
+            }
+            if pipe.is_some() {
+                // Keep the pipe across a short wait; a longer quiet gives it back.
+                match tokio::time::timeout(PIPE_LINGER, src.readable()).await {
+                    Ok(ready) => ready?,
+                    Err(_) => {
+                        pipe = None;
+                        src.readable().await?;
+                    }
+                }
+            } else {
+                src.readable().await?;
+            }
+            if pipe.is_none() {
+                pipe = Pipe::new().ok();
+            }
             if pipe.is_none() && buffer.is_empty() {
                 buffer.resize(FALLBACK_BUFFER, 0);
             }
             loop {
+                let want = match limit {
+                    Some(limit) => usize::try_from(limit - moved).unwrap_or(usize::MAX),
+                    None => usize::MAX,
+                };
+                if want == 0 {
+                    break;
+                }
                 let read = match &pipe {
                     // The pipe is empty here: `WouldBlock` means `src` has nothing yet.
                     Some(pipe) => src.try_io(Interest::READABLE, || {
-                        splice(src.as_raw_fd(), pipe.write.as_raw_fd(), CHUNK)
+                        splice(src.as_raw_fd(), pipe.write.as_raw_fd(), CHUNK.min(want))
                     }),
-                    None => src.try_read(&mut buffer),
+                    None => {
+                        let len = buffer.len().min(want);
+                        src.try_read(&mut buffer[..len])
+                    }
                 };
                 let n = match read {
-                    Ok(0) => {
-                        // SAFETY: shutdown of a socket `dst` owns; its descriptor stays open.
-                        unsafe { libc::shutdown(dst.as_raw_fd(), libc::SHUT_WR) };
-                        return Ok(());
-                    }
+                    Ok(0) => return Ok((Ended::Eof, moved)),
                     Ok(n) => n,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) => return Err(e),
@@ -466,8 +532,22 @@ mod splice {
                         Err(e) => return Err(e),
                     }
                 }
+                moved += n as u64;
             }
         }
+    }
+
+    /// Move everything `src` sends to `dst` until `src`'s end of stream, then shut down
+    /// `dst`'s sending side (a half-close passes through, as with a copy).
+    async fn one_way(
+        src: &TcpStream,
+        dst: &TcpStream,
+        touch: &(dyn Fn() + Sync),
+    ) -> io::Result<()> {
+        copy(src, dst, None, touch).await?;
+        // SAFETY: shutdown of a socket `dst` owns; its descriptor stays open.
+        unsafe { libc::shutdown(dst.as_raw_fd(), libc::SHUT_WR) };
+        Ok(())
     }
 
     /// The CONNECT tunnel between `client` (whose bytes already read past the CONNECT head
@@ -540,10 +620,19 @@ async fn handle(
                 // The client's own socket back (with what hyper read past the CONNECT head):
                 // the tunnel moves bytes between the two sockets in the kernel.
                 #[cfg(target_os = "linux")]
-                let upgraded = match upgraded.downcast::<TokioIo<TcpStream>>() {
+                let upgraded = match upgraded.downcast::<TokioIo<ClientIo>>() {
                     Ok(parts) => {
-                        let client = parts.io.into_inner();
-                        splice::tunnel(client, parts.read_buf, upstream, TUNNEL_IDLE_TIMEOUT).await;
+                        // What hyper read past the head, then what it had not read yet of
+                        // the bytes the fast path read before handing the connection over.
+                        let (unread, client) = parts.io.into_inner().into_parts();
+                        let early = if unread.is_empty() {
+                            parts.read_buf
+                        } else {
+                            let mut early = bytes::BytesMut::from(&parts.read_buf[..]);
+                            early.extend_from_slice(&unread);
+                            early.freeze()
+                        };
+                        splice::tunnel(client, early, upstream, TUNNEL_IDLE_TIMEOUT).await;
                         return;
                     }
                     Err(upgraded) => upgraded,
@@ -637,9 +726,22 @@ async fn forward(
 
 /// Decide `authority` and connect to the first checked address that answers.
 async fn open(decider: &dyn EgressDecider, authority: &str) -> Result<TcpStream, Response<Body>> {
+    connect(decider, authority)
+        .await
+        .map_err(|(status, body)| text(status, body))
+}
+
+/// Decide `authority` and connect to the first checked address that answers; or the status
+/// and text of the answer that says why not.
+async fn connect(
+    decider: &dyn EgressDecider,
+    authority: &str,
+) -> Result<TcpStream, (StatusCode, String)> {
     let addrs = match decider.decide(authority).await {
         EgressDecision::Connect(addrs) => addrs,
-        EgressDecision::Refuse(reason) => return Err(refused(authority, &reason)),
+        EgressDecision::Refuse(reason) => {
+            return Err((StatusCode::FORBIDDEN, refusal(authority, &reason)));
+        }
     };
     let mut last = String::from("no address");
     for addr in addrs {
@@ -652,7 +754,7 @@ async fn open(decider: &dyn EgressDecider, authority: &str) -> Result<TcpStream,
             Err(_) => last = format!("{addr}: connect timed out"),
         }
     }
-    Err(text(
+    Err((
         StatusCode::BAD_GATEWAY,
         format!("turngate egress proxy: could not connect to {authority}: {last}\n"),
     ))
@@ -741,6 +843,41 @@ mod tests {
             ended.is_ok(),
             "the tunnel did not end after both half-closes"
         );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_spliced_tunnel_keeps_its_pipe_while_bytes_move_and_gives_it_back_when_quiet() {
+        let live = || splice::LIVE_PIPES.with(std::cell::Cell::get);
+        let ((mut far_client, client), (upstream, mut far_server)) = socket_pairs().await;
+        let task = tokio::spawn(splice::tunnel(
+            client,
+            Bytes::new(),
+            upstream,
+            Duration::from_secs(60),
+        ));
+        assert_eq!(live(), 0, "a pipe before any byte");
+        for round in 0..2u8 {
+            let down = pattern(3 << 20, round);
+            let (_, got) = tokio::join!(
+                async { far_server.write_all(&down).await.expect("server write") },
+                async {
+                    let mut got = vec![0u8; down.len()];
+                    far_client.read_exact(&mut got).await.expect("client read");
+                    got
+                }
+            );
+            assert!(got == down, "round {round}: the client got different bytes");
+            // The direction that moved bytes holds its pipe (the quiet one may hold one for a
+            // moment too: tokio's readiness has false positives).
+            assert!((1..=2).contains(&live()), "round {round}: {} pipes", live());
+            tokio::time::sleep(splice::PIPE_LINGER * 4).await;
+            assert_eq!(live(), 0, "round {round}: a quiet tunnel kept its pipe");
+        }
+        drop(far_client);
+        drop(far_server);
+        let ended = tokio::time::timeout(Duration::from_secs(10), task).await;
+        assert!(ended.is_ok(), "the tunnel did not end");
     }
 
     #[cfg(target_os = "linux")]
