@@ -423,9 +423,58 @@ pub(super) mod splice {
         }
     }
 
+    thread_local! {
+        /// Whether this thread blocks SIGPIPE already ([`block_sigpipe`]).
+        static SIGPIPE_BLOCKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// Block SIGPIPE on this thread, once. `splice` into a socket has no `MSG_NOSIGNAL`: a
+    /// client that hung up (its reset consumed by the other direction's read, then this
+    /// direction's write) gets the writing thread a SIGPIPE, whose default action kills the
+    /// host process. Rust, Python and Node ignore it, but a C or Swift host may not. Blocked,
+    /// the signal stays pending on this (runtime) thread and is taken back after the `EPIPE`
+    /// ([`drain_sigpipe`]); other threads and the host's disposition are untouched.
+    fn block_sigpipe() {
+        if SIGPIPE_BLOCKED.with(std::cell::Cell::get) {
+            return;
+        }
+        // SAFETY: a local signal set; pthread_sigmask changes only this thread's mask.
+        let blocked = unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGPIPE);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) == 0
+        };
+        SIGPIPE_BLOCKED.with(|b| b.set(blocked));
+    }
+
+    /// Take back a SIGPIPE that an `EPIPE` left pending on this thread (blocked by
+    /// [`block_sigpipe`]), so it is never delivered later.
+    fn drain_sigpipe() {
+        // SAFETY: local signal sets and a zero timeout: sigtimedwait returns at once, taking
+        // SIGPIPE if pending (it is blocked here, as sigtimedwait requires).
+        unsafe {
+            let mut pending: libc::sigset_t = std::mem::zeroed();
+            if libc::sigpending(&mut pending) != 0
+                || libc::sigismember(&pending, libc::SIGPIPE) != 1
+            {
+                return;
+            }
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGPIPE);
+            let zero = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            libc::sigtimedwait(&set, std::ptr::null_mut(), &zero);
+        }
+    }
+
     /// One non-blocking `splice` of up to `len` bytes; `WouldBlock` when `from` has nothing
-    /// or `to` has no room.
+    /// or `to` has no room. Never raises SIGPIPE in the host ([`block_sigpipe`]).
     fn splice(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
+        block_sigpipe();
         // SAFETY: plain descriptors and no offsets (sockets and pipes have none).
         let n = unsafe {
             libc::splice(
@@ -437,7 +486,13 @@ pub(super) mod splice {
                 libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
             )
         };
-        usize::try_from(n).map_err(|_| io::Error::last_os_error())
+        usize::try_from(n).map_err(|_| {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EPIPE) {
+                drain_sigpipe();
+            }
+            err
+        })
     }
 
     /// How one direction ended.
@@ -893,6 +948,73 @@ mod tests {
         // The tunnel's sockets are gone: the client sees end of stream.
         let mut buf = [0u8; 8];
         assert_eq!(far_client.read(&mut buf).await.ok(), Some(0));
+    }
+
+    /// SIGPIPEs delivered to this process (the test's counting handler).
+    #[cfg(target_os = "linux")]
+    static SIGPIPES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    #[cfg(target_os = "linux")]
+    extern "C" fn count_sigpipe(_: libc::c_int) {
+        SIGPIPES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// A host that does not ignore SIGPIPE (C, Swift) must survive a client that is gone:
+    /// `splice` into a socket shut for sending fails with `EPIPE`, and the kernel raises
+    /// SIGPIPE in the writing thread. Here a counting handler stands for the default action
+    /// (which would kill the test process); the tunnel must fail without delivering any.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_splice_into_a_gone_client_raises_no_sigpipe_in_the_host() {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a handler that only bumps an atomic; the old action is restored below.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        let installed = unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = count_sigpipe as *const () as libc::sighandler_t;
+            libc::sigemptyset(&mut act.sa_mask);
+            libc::sigaction(libc::SIGPIPE, &act, &mut old)
+        };
+        assert_eq!(installed, 0, "sigaction");
+        // One thread: the splices run on this test's thread, whose mask starts unblocked.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let ended = rt.block_on(async {
+            let ((_far_client, client), (upstream, mut far_server)) = socket_pairs().await;
+            // The client's socket can send no more (as after a consumed reset).
+            // SAFETY: shutdown of a socket this test owns; its descriptor stays open.
+            assert_eq!(
+                unsafe { libc::shutdown(client.as_raw_fd(), libc::SHUT_WR) },
+                0
+            );
+            far_server
+                .write_all(&pattern(1 << 20, 3))
+                .await
+                .expect("server write");
+            tokio::time::timeout(
+                Duration::from_secs(10),
+                splice::tunnel(client, Bytes::new(), upstream, Duration::from_secs(30)),
+            )
+            .await
+        });
+        // Nothing is left pending on this thread to be delivered later.
+        // SAFETY: a local signal set filled by sigpending.
+        let pending = unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigpending(&mut set);
+            libc::sigismember(&set, libc::SIGPIPE)
+        };
+        // SAFETY: restores the action saved above.
+        unsafe { libc::sigaction(libc::SIGPIPE, &old, std::ptr::null_mut()) };
+        assert_eq!(pending, 0, "a SIGPIPE was left pending");
+        assert!(ended.is_ok(), "the tunnel into a gone client did not end");
+        assert_eq!(
+            SIGPIPES.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "a SIGPIPE reached the host"
+        );
     }
 
     #[cfg(target_os = "linux")]
