@@ -5,7 +5,7 @@ use napi::Env;
 use napi::bindgen_prelude::{FnArgs, Function, FunctionRef, Promise, Unknown};
 use serde_json::Value;
 
-use crate::ser::Names;
+use crate::ser::Shapes;
 
 /// `(code, message, details) => Error`: builds an instance of the package's error classes.
 pub type MakeError = FunctionRef<FnArgs<(&'static str, String, Value)>, Unknown<'static>>;
@@ -24,8 +24,8 @@ pub struct Hooks {
     pub make_error: MakeError,
     /// The approver normalizer (see [`crate::approver`]).
     pub wrap_approver: WrapApprover,
-    /// The names records repeat, as JavaScript strings (see [`crate::ser`]).
-    pub names: Names,
+    /// The record shapes built so far (see [`crate::ser`]).
+    pub shapes: Shapes,
 }
 
 /// Registers the hooks of this environment. Called once by `index.js`.
@@ -35,7 +35,7 @@ pub fn set_hooks(env: Env, make_error: MakeError, wrap_approver: WrapApprover) -
         Hooks {
             make_error,
             wrap_approver,
-            names: Names::new(&env)?,
+            shapes: Shapes::new(&env),
         },
         (),
         |_| {},
