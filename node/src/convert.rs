@@ -15,15 +15,15 @@ pub fn record<T: serde::Serialize>(env: &Env, value: &T) -> napi::Result<Value> 
     turngate_ffi::wire::to_camel_value("result", value).or_throw(env)
 }
 
-/// A facade record straight as a JavaScript value (napi's serde serializer, field names
-/// camelCased on the way): the same object as [`record`] builds, with no JSON in between. For
-/// the per-call paths; its integers above `u32::MAX` become BigInts, so records holding such
-/// numbers go through [`record`].
+/// A facade record straight as a JavaScript value ([`crate::ser`], field names camelCased on
+/// the way): the same object as [`record`] builds, with no JSON in between.
 pub fn js_record<'env, T: serde::Serialize>(
     env: &'env Env,
     value: &T,
 ) -> napi::Result<Unknown<'env>> {
-    env.to_js_value(&turngate_ffi::wire::Camel(value))
+    let value = crate::ser::to_js(env, &turngate_ffi::wire::Camel(value))?;
+    // SAFETY: `value` was just created in `env`'s current scope.
+    Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), value) })
 }
 
 /// An options record (an `Invocation`, ...) from a camelCase object; unknown fields throw.

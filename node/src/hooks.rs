@@ -5,6 +5,8 @@ use napi::Env;
 use napi::bindgen_prelude::{FnArgs, Function, FunctionRef, Promise, Unknown};
 use serde_json::Value;
 
+use crate::ser::Shapes;
+
 /// `(code, message, details) => Error`: builds an instance of the package's error classes.
 pub type MakeError = FunctionRef<FnArgs<(&'static str, String, Value)>, Unknown<'static>>;
 
@@ -22,6 +24,8 @@ pub struct Hooks {
     pub make_error: MakeError,
     /// The approver normalizer (see [`crate::approver`]).
     pub wrap_approver: WrapApprover,
+    /// The record shapes built so far (see [`crate::ser`]).
+    pub shapes: Shapes,
 }
 
 /// Registers the hooks of this environment. Called once by `index.js`.
@@ -31,6 +35,7 @@ pub fn set_hooks(env: Env, make_error: MakeError, wrap_approver: WrapApprover) -
         Hooks {
             make_error,
             wrap_approver,
+            shapes: Shapes::new(&env),
         },
         (),
         |_| {},

@@ -14,6 +14,7 @@ pub mod error;
 pub mod gate;
 pub mod hooks;
 pub mod policy;
+pub mod ser;
 pub mod settle;
 pub mod snapshot;
 pub mod store;

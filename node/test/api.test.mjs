@@ -15,6 +15,28 @@ test('explain is the Verdict record: a Rule object or null, every field present'
   assert.deepEqual(odd.explain('file_write', 'odd\u001f/a'), { effect: 'deny', rule: { kind: 'file_write', effect: 'deny', pattern: 'odd\u001f/**', tool: null }, layer: 'l\u001f', reason: 'deny_rule' })
 })
 
+test('explain builds a fresh plain object per call from its cached shapes, in field order', () => {
+  const p = turngate.Policy.tiered().rule('file_write', 'deny', 'x/**', { layer: 'extra' })
+  const a = p.explain('file_write', 'x/y')
+  const b = p.explain('file_write', 'x/y')
+  assert.notEqual(a, b, 'no verdict object is shared between calls')
+  assert.notEqual(a.rule, b.rule, 'no rule object is shared between calls')
+  for (const v of [a, a.rule]) {
+    assert.equal(Object.getPrototypeOf(v), Object.prototype)
+    assert.equal(Object.isFrozen(v), false)
+  }
+  assert.deepEqual(Object.keys(a), ['effect', 'rule', 'layer', 'reason'])
+  assert.deepEqual(Object.keys(a.rule), ['kind', 'effect', 'pattern', 'tool'])
+  a.effect = 'allow'
+  a.rule.pattern = '**'
+  assert.equal(p.explain('file_write', 'x/y').effect, 'deny', 'mutating a result changes no later one')
+  assert.equal(p.explain('file_write', 'x/y').rule.pattern, 'x/**')
+  // The same shape with and without a rule, the values passed as arguments, never as code.
+  const quote = turngate.Policy.tiered().rule('file_write', 'deny', '"); throw 1; ("/**', { layer: "'`${1}`" })
+  assert.deepEqual(quote.explain('file_write', '"); throw 1; ("/a'), { effect: 'deny', rule: { kind: 'file_write', effect: 'deny', pattern: '"); throw 1; ("/**', tool: null }, layer: "'`${1}`", reason: 'deny_rule' })
+  assert.deepEqual(p.explain('network', 'x:1'), { effect: 'deny', rule: null, layer: 'defaults', reason: 'default' })
+})
+
 test('checkBatch takes tuples and objects, and names a malformed action', () => {
   const p = turngate.Policy.tiered()
   assert.deepEqual(p.checkBatch([['file_read', 'config/.env'], ['file_read', 'src/a.rs', null], { kind: 'network', target: 'x:1' }]), ['deny', 'allow', 'deny'])
