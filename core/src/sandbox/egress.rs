@@ -207,12 +207,11 @@ fn transient(e: &std::io::Error) -> bool {
     )
 }
 
-/// The client connection's stream as hyper gets it: on Linux after the fast path of plain
-/// downloads ([`front`]) read from it.
+/// The client connection's stream as hyper gets it on Linux, after the fast path of plain
+/// downloads ([`front`]) read from it (what a CONNECT upgrade is downcast to; elsewhere hyper
+/// gets the `TcpStream` itself and the tunnel copies).
 #[cfg(target_os = "linux")]
 type ClientIo = front::Rewind;
-#[cfg(not(target_os = "linux"))]
-type ClientIo = TcpStream;
 
 /// A permit held for a connection's whole life (its tunnel or upstream tasks hold clones).
 type Permit = Arc<OwnedSemaphorePermit>;
