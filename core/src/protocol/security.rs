@@ -110,32 +110,43 @@ pub struct TurnSecurityBackendSnapshot {
     pub platform: PlatformCapabilities,
 }
 
-/// An enforcement area that can be degraded.
+/// The part of the snapshot a degradation concerns (the snapshot's `enforcement` areas). One
+/// vocabulary for the snapshot's enforcement status and the sandbox backend's report.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
-pub enum DegradedArea {
+pub enum DegradationArea {
     /// Filesystem confinement.
     Filesystem,
     /// Network confinement.
     Network,
-    /// Process policy (environment, timeout, commands).
+    /// Process policy and confinement (environment, timeout, commands, signals, process tree).
     Process,
-    /// Approval scopes.
+    /// Approval semantics.
     Approval,
     /// The sandbox backend itself.
     SandboxBackend,
 }
 
-/// One named degradation.
+/// One named deviation from the requested enforcement.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EnforcementDegradation {
-    /// The degraded area.
-    pub area: DegradedArea,
+pub struct Degradation {
+    /// Which area.
+    pub area: DegradationArea,
     /// Why, in words a person can act on.
     pub reason: String,
+}
+
+impl Degradation {
+    /// A deviation in `area` with `reason`.
+    pub fn new(area: DegradationArea, reason: impl Into<String>) -> Self {
+        Self {
+            area,
+            reason: reason.into(),
+        }
+    }
 }
 
 /// Whether the resolved security policy is really enforced.
@@ -147,18 +158,18 @@ pub enum TurnSecurityEnforcementStatus {
     /// Enforced, except for the named degradations.
     PartiallyActive {
         /// What is not enforced, and why.
-        degradations: Vec<EnforcementDegradation>,
+        degradations: Vec<Degradation>,
     },
     /// A required sandbox backend is unavailable: sandboxed commands must not run.
     Unavailable {
         /// What is missing, and why.
-        degradations: Vec<EnforcementDegradation>,
+        degradations: Vec<Degradation>,
     },
 }
 
 impl TurnSecurityEnforcementStatus {
     /// The degradations (empty when active).
-    pub fn degradations(&self) -> &[EnforcementDegradation] {
+    pub fn degradations(&self) -> &[Degradation] {
         match self {
             TurnSecurityEnforcementStatus::Active => &[],
             TurnSecurityEnforcementStatus::PartiallyActive { degradations }

@@ -9,44 +9,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::SandboxBackendKind;
+pub use crate::protocol::{Degradation, DegradationArea};
 
 use super::spec::Mask;
-
-/// The part of the snapshot a degradation concerns (the snapshot's `enforcement` areas).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum DegradationArea {
-    /// Filesystem confinement.
-    Filesystem,
-    /// Network confinement.
-    Network,
-    /// Process confinement (signals, process tree).
-    Process,
-    /// Approval semantics.
-    Approval,
-    /// The sandbox backend itself.
-    SandboxBackend,
-}
-
-/// One named deviation from the requested confinement.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Degradation {
-    /// Which area.
-    pub area: DegradationArea,
-    /// A sentence a person can act on.
-    pub reason: String,
-}
-
-impl Degradation {
-    /// A deviation in `area` with `reason`.
-    pub fn new(area: DegradationArea, reason: impl Into<String>) -> Self {
-        Self {
-            area,
-            reason: reason.into(),
-        }
-    }
-}
 
 /// How much of the requested confinement is in force (the snapshot's enforcement status).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]

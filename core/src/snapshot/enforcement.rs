@@ -6,7 +6,7 @@
 //! meet is always named as a degradation, never dropped.
 
 use crate::protocol::{
-    ApprovalScope, BackendCapabilities, DegradedArea, EnforcementDegradation, EnvInheritance,
+    ApprovalScope, BackendCapabilities, Degradation, DegradationArea, EnvInheritance,
     ExecutionBackend, NetworkMode, OsFamily, PlatformCapabilities, SandboxBackendKind, SandboxMode,
     TurnApprovalPolicySnapshot, TurnNetworkPolicySnapshot, TurnProcessPolicySnapshot,
     TurnSecurityEnforcementStatus,
@@ -197,10 +197,10 @@ pub(crate) fn status(
     network: &TurnNetworkPolicySnapshot,
     p: &PlatformCapabilities,
 ) -> TurnSecurityEnforcementStatus {
-    let mut out: Vec<EnforcementDegradation> = Vec::new();
-    let mut push = |area: DegradedArea, reasons: Vec<String>| {
+    let mut out: Vec<Degradation> = Vec::new();
+    let mut push = |area: DegradationArea, reasons: Vec<String>| {
         if !reasons.is_empty() {
-            out.push(EnforcementDegradation {
+            out.push(Degradation {
                 area,
                 reason: reasons.join("; "),
             });
@@ -239,7 +239,7 @@ pub(crate) fn status(
             }
             SandboxBackendKind::Seatbelt | SandboxBackendKind::None => {}
         }
-        push(DegradedArea::Filesystem, r);
+        push(DegradationArea::Filesystem, r);
     }
 
     if needs.network && !backend_missing {
@@ -282,12 +282,12 @@ pub(crate) fn status(
         {
             r.push("allowed TCP ports are open to any host: domain allowlists need a filtering proxy, which this build does not provide".to_owned());
         }
-        push(DegradedArea::Network, r);
+        push(DegradationArea::Network, r);
     }
 
     if needs.process && !caps.process_policy {
         push(
-            DegradedArea::Process,
+            DegradationArea::Process,
             vec![format!(
                 "{who} spawns commands itself, so turngate's environment filter, timeout cap and command rules do not apply to them"
             )],
@@ -303,12 +303,12 @@ pub(crate) fn status(
                 "the Claude CLI can offer 'don't ask again' grants that outlive the turn, broader than allow_once and allow_for_turn"
             }
         };
-        push(DegradedArea::Approval, vec![reason.to_owned()]);
+        push(DegradationArea::Approval, vec![reason.to_owned()]);
     }
 
     if backend_missing {
         push(
-            DegradedArea::SandboxBackend,
+            DegradationArea::SandboxBackend,
             vec![missing_backend_reason(exec, p)],
         );
     }
