@@ -455,6 +455,18 @@ impl Under {
     }
 }
 
+/// What [`Gate::resume_checked`] holds a stored request to before it decides or spends
+/// anything. The default checks nothing beyond the turn.
+#[derive(Default, Clone, Copy)]
+struct ResumeChecks<'a> {
+    /// The kind the stored (and any modified) action must be.
+    required: Option<ActionKind>,
+    /// The caller runs the action with reviewable writes.
+    reviewed: bool,
+    /// The guarded tool's call resuming it: its item and tool call ids land in the audit rows.
+    caller: Option<&'a ToolInvocation>,
+}
+
 /// What [`Gate::resume_checked`] decided, and what the action runs under.
 struct Resumed {
     auth: Authorization,
@@ -1188,7 +1200,7 @@ impl Gate {
     /// snapshot's sandbox. A request whose command was to run with reviewable writes is
     /// [`GateError::ReviewRequired`] here (its caller would run it directly).
     pub fn resume(&self, request_id: &str, decision: Decision) -> Result<Authorization, GateError> {
-        self.resume_checked(request_id, Some(decision), None, false)
+        self.resume_checked(request_id, Some(decision), ResumeChecks::default())
             .map(|r| r.auth)
     }
 
@@ -1212,36 +1224,21 @@ impl Gate {
                 self.resume(request_id, Decision::deny(reason))
             }
             _ => self
-                .resume_checked(request_id, None, None, false)
+                .resume_checked(request_id, None, ResumeChecks::default())
                 .map(|r| r.auth),
         }
     }
 
     /// [`Gate::resume`] from one read of the stored request, refusing before anything is
-    /// resolved or spent when the stored (or modified) action is not of `required` kind.
-    /// `decision: None` decides nothing: the request must already be approved (what
-    /// [`Gate::run_approved`] runs). `reviewed`: the caller runs the action with reviewable
-    /// writes; a request stored with `review` and resumed without is refused here, before
-    /// anything is decided, spent or run.
+    /// resolved or spent when the request is another turn's or fails `checks`: a stored (or
+    /// modified) action not of the `required` kind, or a request stored with `review` resumed
+    /// by a caller that does not run it reviewed. `decision: None` decides nothing: the
+    /// request must already be approved (what [`Gate::run_approved`] runs).
     fn resume_checked(
         &self,
         request_id: &str,
         decision: Option<Decision>,
-        required: Option<ActionKind>,
-        reviewed: bool,
-    ) -> Result<Resumed, GateError> {
-        self.resume_checked_for(request_id, decision, required, reviewed, None)
-    }
-
-    /// [`Gate::resume_checked`] for a call `caller` (a guarded tool's): its item and tool
-    /// call ids land in the audit rows.
-    fn resume_checked_for(
-        &self,
-        request_id: &str,
-        decision: Option<Decision>,
-        required: Option<ActionKind>,
-        reviewed: bool,
-        caller: Option<&ToolInvocation>,
+        checks: ResumeChecks<'_>,
     ) -> Result<Resumed, GateError> {
         let stored: StoredApproval = self
             .store
@@ -1256,7 +1253,7 @@ impl Gate {
                 this: self.turn_id.clone(),
             });
         }
-        if stored.review && !reviewed {
+        if stored.review && !checks.reviewed {
             return Err(GateError::ReviewRequired(request_id.to_owned()));
         }
         let decision = match (decision, &stored.resolution) {
@@ -1272,7 +1269,7 @@ impl Gate {
                 });
             }
         };
-        if let Some(kind) = required {
+        if let Some(kind) = checks.required {
             if stored.action.kind != kind {
                 return Err(GateError::WrongKind {
                     expected: kind,
@@ -1292,7 +1289,7 @@ impl Gate {
             }
         }
         let stored_under = self.under_stored(&stored)?;
-        if required == Some(ActionKind::ShellCommand) && stored_under.is_none() {
+        if checks.required == Some(ActionKind::ShellCommand) && stored_under.is_none() {
             return Err(GateError::NoSnapshot(request_id.to_owned()));
         }
         let under = stored_under.as_ref().unwrap_or(&self.own);
@@ -1300,8 +1297,8 @@ impl Gate {
             kind: stored.action.kind,
             target: stored.action.target.clone(),
             tool_name: stored.action.tool.clone(),
-            item_id: caller.and_then(|c| c.item_id.clone()),
-            tool_id: caller.and_then(|c| c.tool_id.clone()),
+            item_id: checks.caller.and_then(|c| c.item_id.clone()),
+            tool_id: checks.caller.and_then(|c| c.tool_id.clone()),
             cwd: stored_cwd(&stored.request).map(PathBuf::from),
         };
         let verdict = self.evaluate_in_turn(under, &inv)?.verdict;
@@ -1421,12 +1418,12 @@ impl Gate {
             result,
             change_set: None,
         };
-        let resumed = self.resume_checked(
-            request_id,
-            decision,
-            Some(ActionKind::ShellCommand),
-            review.is_some(),
-        )?;
+        let checks = ResumeChecks {
+            required: Some(ActionKind::ShellCommand),
+            reviewed: review.is_some(),
+            caller: None,
+        };
+        let resumed = self.resume_checked(request_id, decision, checks)?;
         let under = resumed
             .under
             .ok_or_else(|| GateError::NoSnapshot(request_id.to_owned()))?;

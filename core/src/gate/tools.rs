@@ -9,7 +9,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::{
-    Authorization, Denial, Gate, GateError, SpawnResult, ToolInvocation, describe, stored_cwd,
+    Authorization, Denial, Gate, GateError, ResumeChecks, SpawnResult, ToolInvocation, describe,
+    stored_cwd,
 };
 use crate::action::{Action, ActionKind, Effect};
 use crate::approval::{ApprovalResolution, Decision};
@@ -260,7 +261,12 @@ impl Gate {
         } else {
             Some(c.decision.clone())
         };
-        self.resume_checked_for(id, decision, Some(inv.kind), false, Some(inv))
+        let checks = ResumeChecks {
+            required: Some(inv.kind),
+            reviewed: false,
+            caller: Some(inv),
+        };
+        self.resume_checked(id, decision, checks)
     }
 
     /// Record an approval refusal as a denial of this call, in the core's wording.
