@@ -6,16 +6,17 @@
 
 use std::ffi::{c_char, c_int};
 use std::future::Future;
+use std::ptr::null_mut;
 use std::sync::{Arc, OnceLock};
 
 use tokio::runtime::{Builder, Handle, Runtime};
 
-use super::approver::{TgApprover, approver_arg, parse_decision_json};
+use super::approver::{TgApprover, parse_decision_json};
 use super::check::invocation_arg;
-use super::store::{TgStore, store_arg};
+use super::store::TgStore;
 use super::{
-    Failure, TgStatus, arg, free_handle, guard, handle_arg, handle_result, json_arg, json_result,
-    opt_arg, out_ptr, record_json, string_result,
+    Failure, TgStatus, arg, c_string, free_handle, guard, handle_arg, handle_result, json_arg,
+    json_result, json_text, opt_arg, out_ptr, string_result,
 };
 use crate::gate::OpenRecord;
 use crate::{GateHandle, TurnGateError};
@@ -24,16 +25,7 @@ use crate::{GateHandle, TurnGateError};
 /// may be used from many threads at once.
 #[derive(Debug)]
 pub struct TgGate {
-    handle: Arc<GateHandle>,
-}
-
-/// A borrowed gate argument.
-///
-/// # Safety
-/// `ptr` is NULL or a live `TgGate`.
-unsafe fn gate_arg<'a>(ptr: *const TgGate) -> Result<&'a TgGate, Failure> {
-    // SAFETY: forwarded from the caller.
-    unsafe { handle_arg("gate", ptr) }
+    pub(super) handle: Arc<GateHandle>,
 }
 
 static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
@@ -97,14 +89,12 @@ pub unsafe extern "C" fn tg_gate_new(
     // SAFETY: forwarded from the caller.
     unsafe {
         handle_result("out_gate", out_gate, || {
-            let handle = GateHandle::new(
-                arg("turn_id", turn_id)?,
-                json_arg("snapshot", snapshot)?,
-                &store_arg("store", store)?.handle,
-                &approver_arg("approver", approver)?.handle,
-                None,
-            )?;
-            Ok(TgGate { handle })
+            let (turn_id, snapshot) = (arg("turn_id", turn_id)?, json_arg("snapshot", snapshot)?);
+            let (store, approver) = (
+                handle_arg("store", store)?,
+                handle_arg("approver", approver)?,
+            );
+            Ok(GateHandle::new(turn_id, snapshot, store, approver, None)?)
         })
     }
 }
@@ -130,7 +120,7 @@ pub unsafe extern "C" fn tg_gate_turn_id(
     out_text: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { string_result(out_text, || Ok(Some(gate_arg(gate)?.handle.turn_id()))) }
+    unsafe { string_result(out_text, || Ok(Some(handle_arg("gate", gate)?.turn_id()))) }
 }
 
 /// The gate's `TurnExecutionSecuritySnapshot`, as JSON. `*out_json` is owned by the caller.
@@ -143,7 +133,7 @@ pub unsafe extern "C" fn tg_gate_snapshot_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { json_result(out_json, || Ok(gate_arg(gate)?.handle.snapshot()?)) }
+    unsafe { json_result(out_json, || Ok(handle_arg("gate", gate)?.snapshot()?)) }
 }
 
 /// Evaluates one call with the checker of its kind, recording nothing and asking nobody.
@@ -161,11 +151,8 @@ pub unsafe extern "C" fn tg_gate_evaluate_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let g = gate_arg(gate)?;
-            let e = g
-                .handle
-                .evaluate(&invocation_arg("invocation", invocation, None)?)?;
-            record_json("evaluation", &e)
+            let g = handle_arg("gate", gate)?;
+            Ok(g.evaluate(&invocation_arg("invocation", invocation, None)?)?)
         })
     }
 }
@@ -195,10 +182,9 @@ pub unsafe extern "C" fn tg_gate_authorize_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let g = gate_arg(gate)?;
+            let g = handle_arg("gate", gate)?;
             let inv = invocation_arg("invocation", invocation, None)?;
-            let a = run("tg_gate_authorize_json", g.handle.authorize(&inv))?;
-            record_json("authorization", &a)
+            run("tg_gate_authorize_json", g.authorize(&inv))
         })
     }
 }
@@ -225,17 +211,12 @@ pub unsafe extern "C" fn tg_gate_resume_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let g = gate_arg(gate)?;
+            let g = handle_arg("gate", gate)?;
             let request_id = arg("request_id", request_id)?;
-            let d = if decision.is_null() {
-                None
-            } else {
-                Some(parse_decision_json(arg("decision", decision)?)?)
-            };
-            record_json(
-                "authorization",
-                &g.handle.resume_or_recorded(request_id, d.as_ref())?,
-            )
+            let d = opt_arg("decision", decision)?
+                .map(parse_decision_json)
+                .transpose()?;
+            Ok(g.resume_or_recorded(request_id, d.as_ref())?)
         })
     }
 }
@@ -273,10 +254,9 @@ pub unsafe extern "C" fn tg_gate_spawn_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let g = gate_arg(gate)?;
+            let g = handle_arg("gate", gate)?;
             let inv = invocation_arg("invocation", invocation, Some("shell_command"))?;
-            let s = run("tg_gate_spawn_json", g.handle.spawn(&inv))?;
-            record_json("spawn", &s)
+            run("tg_gate_spawn_json", g.spawn(&inv))
         })
     }
 }
@@ -299,14 +279,10 @@ pub unsafe extern "C" fn tg_gate_resume_spawn_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let g = gate_arg(gate)?;
+            let g = handle_arg("gate", gate)?;
             let request_id = arg("request_id", request_id)?;
             let d = parse_decision_json(arg("decision", decision)?)?;
-            let s = run(
-                "tg_gate_resume_spawn_json",
-                g.handle.resume_spawn(request_id, &d),
-            )?;
-            record_json("spawn", &s)
+            run("tg_gate_resume_spawn_json", g.resume_spawn(request_id, &d))
         })
     }
 }
@@ -327,13 +303,9 @@ pub unsafe extern "C" fn tg_gate_run_approved_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let g = gate_arg(gate)?;
+            let g = handle_arg("gate", gate)?;
             let request_id = arg("request_id", request_id)?;
-            let s = run(
-                "tg_gate_run_approved_json",
-                g.handle.run_approved(request_id),
-            )?;
-            record_json("spawn", &s)
+            run("tg_gate_run_approved_json", g.run_approved(request_id))
         })
     }
 }
@@ -359,7 +331,6 @@ fn into_fd(file: std::fs::File) -> Result<c_int, Failure> {
 /// # Safety
 /// As those functions.
 unsafe fn open(
-    what: &str,
     write: bool,
     gate: *const TgGate,
     invocation: *const c_char,
@@ -370,21 +341,18 @@ unsafe fn open(
         // SAFETY: forwarded from the caller.
         unsafe {
             let fd_slot = out_ptr("out_fd", out_fd, -1)?;
-            let denial_slot = out_ptr("out_denial_json", out_denial_json, std::ptr::null_mut())?;
-            let g = gate_arg(gate)?;
+            let denial_slot = out_ptr("out_denial_json", out_denial_json, null_mut())?;
+            let g = handle_arg("gate", gate)?;
             let kind = if write { "file_write" } else { "file_read" };
             let inv = invocation_arg("invocation", invocation, Some(kind))?;
             let opened = if write {
-                run(what, g.handle.open_write(&inv))?
+                run("tg_gate_open_write", g.open_write(&inv))?
             } else {
-                run(what, g.handle.open_read(&inv))?
+                run("tg_gate_open_read", g.open_read(&inv))?
             };
             match opened {
                 OpenRecord::Opened(file) => *fd_slot = into_fd(file)?,
-                OpenRecord::Denied(d) => {
-                    *denial_slot =
-                        super::c_string("denial", record_json("denial", &*d)?.to_string())?;
-                }
+                OpenRecord::Denied(d) => *denial_slot = c_string("denial", json_text(&*d)?)?,
             }
         }
         Ok(())
@@ -410,16 +378,7 @@ pub unsafe extern "C" fn tg_gate_open_read(
     out_denial_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        open(
-            "tg_gate_open_read",
-            false,
-            gate,
-            invocation,
-            out_fd,
-            out_denial_json,
-        )
-    }
+    unsafe { open(false, gate, invocation, out_fd, out_denial_json) }
 }
 
 /// `tg_gate_open_read` for a write: authorizes a write of the target (`"kind"`, if given, must
@@ -436,16 +395,7 @@ pub unsafe extern "C" fn tg_gate_open_write(
     out_denial_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        open(
-            "tg_gate_open_write",
-            true,
-            gate,
-            invocation,
-            out_fd,
-            out_denial_json,
-        )
-    }
+    unsafe { open(true, gate, invocation, out_fd, out_denial_json) }
 }
 
 /// Checks a URL (or `host[:port]`) against the turn's network policy and resolves it, vetting
@@ -466,11 +416,8 @@ pub unsafe extern "C" fn tg_gate_resolve_and_check_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let g = gate_arg(gate)?;
-            let r = g
-                .handle
-                .resolve_and_check(arg("url", url)?, opt_arg("tool", tool)?);
-            record_json("resolution", &r)
+            let g = handle_arg("gate", gate)?;
+            Ok(g.resolve_and_check(arg("url", url)?, opt_arg("tool", tool)?))
         })
     }
 }
@@ -485,14 +432,14 @@ pub unsafe extern "C" fn tg_gate_grant_for_turn(
     gate: *const TgGate,
     scope_hash: *const c_char,
 ) -> TgStatus {
-    guard(|| {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            let g = gate_arg(gate)?;
-            g.handle.grant_for_turn(arg("scope_hash", scope_hash)?);
-        }
-        Ok(())
-    })
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        guard(|| {
+            let g = handle_arg("gate", gate)?;
+            g.grant_for_turn(arg("scope_hash", scope_hash)?);
+            Ok(())
+        })
+    }
 }
 
 #[cfg(test)]
