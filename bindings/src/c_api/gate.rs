@@ -7,9 +7,7 @@
 use std::ffi::{c_char, c_int};
 use std::future::Future;
 use std::ptr::null_mut;
-use std::sync::{Arc, OnceLock};
-
-use tokio::runtime::{Builder, Handle, Runtime};
+use std::sync::Arc;
 
 use super::approver::{TgApprover, parse_decision_json};
 use super::check::invocation_arg;
@@ -28,46 +26,12 @@ pub struct TgGate {
     pub(super) handle: Arc<GateHandle>,
 }
 
-static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
-
-/// Runs `fut` to completion on the C ABI's runtime (two workers, started on first use),
-/// blocking the calling thread. Refuses on a thread that already runs a tokio runtime (an
-/// approver callback, an async Rust host): blocking there could stall the very tasks awaited.
-fn block_on<F: Future>(what: &str, fut: F) -> Result<F::Output, Failure> {
-    if Handle::try_current().is_ok() {
-        return Err(Failure::new(
-            TgStatus::Invalid,
-            format!(
-                "{what} blocks until decided and was called on a thread that runs an async \
-                 runtime (an approver callback, or an async host); call it from another thread"
-            ),
-        ));
-    }
-    let runtime = RUNTIME
-        .get_or_init(|| {
-            Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("turngate-c")
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| {
-            Failure::new(
-                TgStatus::Run,
-                format!("{what}: turngate could not start its runtime: {e}"),
-            )
-        })?;
-    Ok(runtime.block_on(fut))
-}
-
-/// Runs a facade call on the runtime; its error becomes a failure.
+/// Runs a facade call on the facade's blocking runtime; its error becomes a failure.
 pub(super) fn run<T>(
     what: &str,
     fut: impl Future<Output = Result<T, TurnGateError>>,
 ) -> Result<T, Failure> {
-    Ok(block_on(what, fut)??)
+    Ok(crate::runtime::block_on(what, fut)?)
 }
 
 /// A gate for `turn_id` under a `TurnExecutionSecuritySnapshot` (JSON, from
@@ -439,21 +403,5 @@ pub unsafe extern "C" fn tg_gate_grant_for_turn(
             g.grant_for_turn(arg("scope_hash", scope_hash)?);
             Ok(())
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn blocking_refuses_inside_a_runtime_and_runs_outside() {
-        assert_eq!(block_on("outside", async { 7 }).ok(), Some(7));
-        let rt = Builder::new_current_thread().build().unwrap();
-        let inside = rt.block_on(async { block_on("tg_gate_test", async { 7 }) });
-        let e = inside.err().unwrap();
-        assert_eq!(e.status, TgStatus::Invalid);
-        assert!(e.message.contains("tg_gate_test"), "{}", e.message);
     }
 }

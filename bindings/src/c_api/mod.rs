@@ -135,16 +135,11 @@ impl From<TurnGateError> for Failure {
             TurnGateError::Changes { .. } => TgStatus::Changes,
             _ => TgStatus::Invalid,
         };
-        let (code, paths) = match &e {
-            TurnGateError::Changes { code, paths, .. } => (code.clone(), paths.clone()),
-            TurnGateError::Snapshot { code, .. } => (code.clone(), Vec::new()),
-            _ => (String::new(), Vec::new()),
-        };
         Failure {
             status,
             message: e.message().to_owned(),
-            code,
-            paths,
+            code: e.code().unwrap_or_default().to_owned(),
+            paths: e.paths().to_vec(),
         }
     }
 }
