@@ -283,7 +283,8 @@ unsafe fn opt_json_arg(name: &str, ptr: *const c_char) -> Result<Option<Value>, 
         .transpose()
 }
 
-/// A JSON text argument deserialized as `T` (a facade record); `what` says what was expected.
+/// A JSON text argument deserialized as `T` (a request record); an error is `name: ` then `what`
+/// (empty, or what was expected ending in `: `) then serde's reason.
 ///
 /// # Safety
 /// As [`arg`].
