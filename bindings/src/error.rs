@@ -106,6 +106,25 @@ impl TurnGateError {
         }
     }
 
+    /// The machine-readable code a caller can act on: a snapshot error's, or a change set
+    /// refusal's (`conflicts`, `not_pending`, ...); `None` for the other variants.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            TurnGateError::Snapshot { code, .. } | TurnGateError::Changes { code, .. } => {
+                Some(code)
+            }
+            _ => None,
+        }
+    }
+
+    /// The paths a change set refusal names (absolute); empty for the other variants.
+    pub fn paths(&self) -> &[String] {
+        match self {
+            TurnGateError::Changes { paths, .. } => paths,
+            _ => &[],
+        }
+    }
+
     /// The message, as every binding shows it.
     pub fn message(&self) -> &str {
         match self {

@@ -11,6 +11,7 @@ mod error;
 pub mod gate;
 pub mod policy;
 pub mod reduce;
+pub mod runtime;
 pub mod snapshot;
 pub mod store;
 pub mod tools;

@@ -7,7 +7,7 @@
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::sync::Arc;
 
-use super::{Failure, TgStatus, arg, free_handle, handle_arg, handle_result};
+use super::{TgStatus, arg, free_handle, handle_result, null_argument};
 use crate::TurnGateError;
 use crate::approver::{
     ApproverHandle, DecisionRecord, ForeignApprover, ForeignDecisionFuture, decision_from_value,
@@ -165,9 +165,7 @@ pub unsafe extern "C" fn tg_approver_builtin(
     // SAFETY: forwarded from the caller.
     unsafe {
         handle_result("out_approver", out_approver, || {
-            Ok(TgApprover {
-                handle: ApproverHandle::builtin(arg("name", name)?)?,
-            })
+            Ok(ApproverHandle::builtin(arg("name", name)?)?)
         })
     }
 }
@@ -192,20 +190,14 @@ pub unsafe extern "C" fn tg_approver_from_callback(
     // SAFETY: forwarded from the caller.
     unsafe {
         handle_result("out_approver", out_approver, || {
-            let decide = decide.ok_or_else(|| {
-                Failure::new(
-                    TgStatus::NullArgument,
-                    "argument `decide` is NULL".to_owned(),
-                )
-            })?;
+            let decide = decide.ok_or_else(|| null_argument("decide"))?;
             let callback = Callback {
                 decide,
                 user_data: UserData(user_data),
                 free_user_data,
             };
-            Ok(TgApprover {
-                handle: ApproverHandle::foreign(Arc::new(CallbackApprover(Arc::new(callback)))),
-            })
+            let approver = CallbackApprover(Arc::new(callback));
+            Ok(ApproverHandle::foreign(Arc::new(approver)))
         })
     }
 }
@@ -220,18 +212,6 @@ pub unsafe extern "C" fn tg_approver_from_callback(
 pub unsafe extern "C" fn tg_approver_free(approver: *mut TgApprover) {
     // SAFETY: forwarded from the caller.
     unsafe { free_handle(approver) }
-}
-
-/// A borrowed approver argument.
-///
-/// # Safety
-/// `ptr` is NULL or a live `TgApprover`.
-pub(super) unsafe fn approver_arg<'a>(
-    name: &str,
-    ptr: *const TgApprover,
-) -> Result<&'a TgApprover, Failure> {
-    // SAFETY: forwarded from the caller.
-    unsafe { handle_arg(name, ptr) }
 }
 
 #[cfg(test)]

@@ -6,14 +6,14 @@
 use std::ffi::c_char;
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{
-    Failure, TgPolicy, TgStatus, arg, json_arg, json_result, opt_arg, opt_json_arg, policy_arg,
-    record_json,
+    Failure, TgPolicy, TgStatus, arg, handle_arg, json_arg, json_result, opt_arg, record_arg,
 };
 use crate::InvocationRecord;
-use crate::check::{self as facade, FilteredEnvRecord, SpawnPlanRecord, SpawnPlanRequest};
+use crate::check::{self as facade, FilteredEnvRecord, SpawnPlanRequest};
+use crate::convert::{from_value, to_value};
 
 /// The invocation argument `name`: the facade's `Invocation` record as JSON (`{"kind",
 /// "target", "tool"?, "item_id"?, "tool_id"?, "cwd"?}`; unknown fields refused). With
@@ -43,7 +43,7 @@ pub(super) unsafe fn invocation_arg(
             }
         }
     }
-    Ok(crate::convert::from_value(name, value)?)
+    Ok(from_value(name, value)?)
 }
 
 /// The request of `tg_plan_spawn_json`.
@@ -65,21 +65,16 @@ fn env_pairs(env: Vec<(String, String)>) -> Vec<(Vec<u8>, Vec<u8>)> {
         .collect()
 }
 
-/// The filtered environment as JSON: `vars` as `[name, value]` strings (lossy UTF-8), which C
-/// reads more easily than byte arrays.
-fn env_json(e: &FilteredEnvRecord) -> Value {
+/// The filtered environment as JSON: the record with `vars` as `[name, value]` strings (invalid
+/// UTF-8 replaced), which C reads more easily than byte arrays.
+fn env_json(e: &FilteredEnvRecord) -> Result<Value, Failure> {
     let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    let vars: Vec<Value> = e
+    let mut v = to_value("env", e)?;
+    v["vars"] = e
         .vars
         .iter()
-        .map(|(n, v)| Value::from(vec![lossy(n), lossy(v)]))
+        .map(|(n, v)| json!([lossy(n), lossy(v)]))
         .collect();
-    serde_json::json!({"vars": vars, "dropped": e.dropped})
-}
-
-fn plan_json(p: &SpawnPlanRecord) -> Result<Value, Failure> {
-    let mut v = record_json("plan", p)?;
-    v["env"] = env_json(&p.env);
     Ok(v)
 }
 
@@ -104,14 +99,13 @@ pub unsafe extern "C" fn tg_check_file_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let c = facade::check_file(
+            Ok(facade::check_file(
                 json_arg("sandbox", sandbox)?,
-                &policy_arg("policy", policy)?.handle,
+                handle_arg("policy", policy)?,
                 arg("kind", kind)?,
                 arg("path", path)?,
                 opt_arg("tool", tool)?,
-            )?;
-            record_json("check", &c)
+            )?)
         })
     }
 }
@@ -135,13 +129,12 @@ pub unsafe extern "C" fn tg_check_network_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let c = facade::check_network(
+            Ok(facade::check_network(
                 json_arg("network", network)?,
-                &policy_arg("policy", policy)?.handle,
+                handle_arg("policy", policy)?,
                 arg("target", target)?,
                 opt_arg("tool", tool)?,
-            )?;
-            record_json("check", &c)
+            )?)
         })
     }
 }
@@ -164,13 +157,12 @@ pub unsafe extern "C" fn tg_resolve_and_check_network_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let r = facade::resolve_and_check_network(
+            Ok(facade::resolve_and_check_network(
                 json_arg("network", network)?,
-                &policy_arg("policy", policy)?.handle,
+                handle_arg("policy", policy)?,
                 arg("target", target)?,
                 opt_arg("tool", tool)?,
-            )?;
-            record_json("resolution", &r)
+            )?)
         })
     }
 }
@@ -197,21 +189,19 @@ pub unsafe extern "C" fn tg_plan_spawn_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let r: SpawnPlanJson = serde_json::from_value(json_arg("request", request)?)
-                .map_err(|e| Failure::new(TgStatus::Invalid, format!("request: {e}")))?;
-            let p = facade::plan_spawn(
-                json_arg("sandbox", sandbox)?,
-                json_arg("process", process)?,
-                &policy_arg("policy", policy)?.handle,
-                SpawnPlanRequest {
-                    command_line: r.command_line,
-                    cwd: r.cwd,
-                    env: env_pairs(r.env),
-                    timeout_ms: r.timeout_ms,
-                    tool: r.tool,
-                },
-            )?;
-            plan_json(&p)
+            let r: SpawnPlanJson = record_arg("request", "", request)?;
+            let request = SpawnPlanRequest {
+                command_line: r.command_line,
+                cwd: r.cwd,
+                env: env_pairs(r.env),
+                timeout_ms: r.timeout_ms,
+                tool: r.tool,
+            };
+            let (sandbox, process) = (json_arg("sandbox", sandbox)?, json_arg("process", process)?);
+            let p = facade::plan_spawn(sandbox, process, handle_arg("policy", policy)?, request)?;
+            let mut v = to_value("plan", &p)?;
+            v["env"] = env_json(&p.env)?;
+            Ok(v)
         })
     }
 }
@@ -235,30 +225,18 @@ pub unsafe extern "C" fn tg_filter_env_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let vars: Vec<(String, String)> = serde_json::from_value(json_arg("env", env)?)
-                .map_err(|e| {
-                    Failure::new(
-                        TgStatus::Invalid,
-                        format!("env: expected [[name, value], ...] strings: {e}"),
-                    )
-                })?;
-            let roots: Vec<String> =
-                match opt_json_arg("untrusted_path_roots", untrusted_path_roots)? {
-                    None => Vec::new(),
-                    Some(v) => serde_json::from_value(v).map_err(|e| {
-                        Failure::new(
-                            TgStatus::Invalid,
-                            format!("untrusted_path_roots: expected an array of strings: {e}"),
-                        )
-                    })?,
-                };
-            let e = facade::filter_env(
-                env_pairs(vars),
-                arg("mode", mode)?,
-                arg("cwd", cwd)?,
-                &roots,
-            )?;
-            Ok(env_json(&e))
+            let vars = record_arg("env", "expected [[name, value], ...] strings: ", env)?;
+            let roots: Vec<String> = if untrusted_path_roots.is_null() {
+                Vec::new()
+            } else {
+                record_arg(
+                    "untrusted_path_roots",
+                    "expected an array of strings: ",
+                    untrusted_path_roots,
+                )?
+            };
+            let (mode, cwd) = (arg("mode", mode)?, arg("cwd", cwd)?);
+            env_json(&facade::filter_env(env_pairs(vars), mode, cwd, &roots)?)
         })
     }
 }
@@ -277,8 +255,7 @@ pub unsafe extern "C" fn tg_parse_command_line_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let p = facade::parse_command_line(arg("line", line)?);
-            record_json("parsed", &p)
+            Ok(facade::parse_command_line(arg("line", line)?))
         })
     }
 }
@@ -300,8 +277,7 @@ pub unsafe extern "C" fn tg_evaluate_json(
     unsafe {
         json_result(out_json, || {
             let inv = invocation_arg("invocation", invocation, None)?;
-            let e = facade::evaluate(json_arg("snapshot", snapshot)?, &inv)?;
-            record_json("evaluation", &e)
+            Ok(facade::evaluate(json_arg("snapshot", snapshot)?, &inv)?)
         })
     }
 }

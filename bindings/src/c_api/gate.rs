@@ -6,16 +6,15 @@
 
 use std::ffi::{c_char, c_int};
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::ptr::null_mut;
+use std::sync::Arc;
 
-use tokio::runtime::{Builder, Handle, Runtime};
-
-use super::approver::{TgApprover, approver_arg, parse_decision_json};
+use super::approver::{TgApprover, parse_decision_json};
 use super::check::invocation_arg;
-use super::store::{TgStore, store_arg};
+use super::store::TgStore;
 use super::{
-    Failure, TgStatus, arg, free_handle, guard, handle_arg, handle_result, json_arg, json_result,
-    opt_arg, out_ptr, record_json, string_result,
+    Failure, TgStatus, arg, c_string, free_handle, guard, handle_arg, handle_result, json_arg,
+    json_result, json_text, opt_arg, out_ptr, string_result,
 };
 use crate::gate::OpenRecord;
 use crate::{GateHandle, TurnGateError};
@@ -24,58 +23,15 @@ use crate::{GateHandle, TurnGateError};
 /// may be used from many threads at once.
 #[derive(Debug)]
 pub struct TgGate {
-    handle: Arc<GateHandle>,
+    pub(super) handle: Arc<GateHandle>,
 }
 
-/// A borrowed gate argument.
-///
-/// # Safety
-/// `ptr` is NULL or a live `TgGate`.
-unsafe fn gate_arg<'a>(ptr: *const TgGate) -> Result<&'a TgGate, Failure> {
-    // SAFETY: forwarded from the caller.
-    unsafe { handle_arg("gate", ptr) }
-}
-
-static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
-
-/// Runs `fut` to completion on the C ABI's runtime (two workers, started on first use),
-/// blocking the calling thread. Refuses on a thread that already runs a tokio runtime (an
-/// approver callback, an async Rust host): blocking there could stall the very tasks awaited.
-fn block_on<F: Future>(what: &str, fut: F) -> Result<F::Output, Failure> {
-    if Handle::try_current().is_ok() {
-        return Err(Failure::new(
-            TgStatus::Invalid,
-            format!(
-                "{what} blocks until decided and was called on a thread that runs an async \
-                 runtime (an approver callback, or an async host); call it from another thread"
-            ),
-        ));
-    }
-    let runtime = RUNTIME
-        .get_or_init(|| {
-            Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("turngate-c")
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| {
-            Failure::new(
-                TgStatus::Run,
-                format!("{what}: turngate could not start its runtime: {e}"),
-            )
-        })?;
-    Ok(runtime.block_on(fut))
-}
-
-/// Runs a facade call on the runtime; its error becomes a failure.
+/// Runs a facade call on the facade's blocking runtime; its error becomes a failure.
 pub(super) fn run<T>(
     what: &str,
     fut: impl Future<Output = Result<T, TurnGateError>>,
 ) -> Result<T, Failure> {
-    Ok(block_on(what, fut)??)
+    Ok(crate::runtime::block_on(what, fut)?)
 }
 
 /// A gate for `turn_id` under a `TurnExecutionSecuritySnapshot` (JSON, from
@@ -97,14 +53,12 @@ pub unsafe extern "C" fn tg_gate_new(
     // SAFETY: forwarded from the caller.
     unsafe {
         handle_result("out_gate", out_gate, || {
-            let handle = GateHandle::new(
-                arg("turn_id", turn_id)?,
-                json_arg("snapshot", snapshot)?,
-                &store_arg("store", store)?.handle,
-                &approver_arg("approver", approver)?.handle,
-                None,
-            )?;
-            Ok(TgGate { handle })
+            let (turn_id, snapshot) = (arg("turn_id", turn_id)?, json_arg("snapshot", snapshot)?);
+            let (store, approver) = (
+                handle_arg("store", store)?,
+                handle_arg("approver", approver)?,
+            );
+            Ok(GateHandle::new(turn_id, snapshot, store, approver, None)?)
         })
     }
 }
@@ -130,7 +84,7 @@ pub unsafe extern "C" fn tg_gate_turn_id(
     out_text: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { string_result(out_text, || Ok(Some(gate_arg(gate)?.handle.turn_id()))) }
+    unsafe { string_result(out_text, || Ok(Some(handle_arg("gate", gate)?.turn_id()))) }
 }
 
 /// The gate's `TurnExecutionSecuritySnapshot`, as JSON. `*out_json` is owned by the caller.
@@ -143,7 +97,7 @@ pub unsafe extern "C" fn tg_gate_snapshot_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { json_result(out_json, || Ok(gate_arg(gate)?.handle.snapshot()?)) }
+    unsafe { json_result(out_json, || Ok(handle_arg("gate", gate)?.snapshot()?)) }
 }
 
 /// Evaluates one call with the checker of its kind, recording nothing and asking nobody.
@@ -161,11 +115,8 @@ pub unsafe extern "C" fn tg_gate_evaluate_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let g = gate_arg(gate)?;
-            let e = g
-                .handle
-                .evaluate(&invocation_arg("invocation", invocation, None)?)?;
-            record_json("evaluation", &e)
+            let g = handle_arg("gate", gate)?;
+            Ok(g.evaluate(&invocation_arg("invocation", invocation, None)?)?)
         })
     }
 }
@@ -195,10 +146,9 @@ pub unsafe extern "C" fn tg_gate_authorize_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let g = gate_arg(gate)?;
+            let g = handle_arg("gate", gate)?;
             let inv = invocation_arg("invocation", invocation, None)?;
-            let a = run("tg_gate_authorize_json", g.handle.authorize(&inv))?;
-            record_json("authorization", &a)
+            run("tg_gate_authorize_json", g.authorize(&inv))
         })
     }
 }
@@ -225,17 +175,12 @@ pub unsafe extern "C" fn tg_gate_resume_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let g = gate_arg(gate)?;
+            let g = handle_arg("gate", gate)?;
             let request_id = arg("request_id", request_id)?;
-            let d = if decision.is_null() {
-                None
-            } else {
-                Some(parse_decision_json(arg("decision", decision)?)?)
-            };
-            record_json(
-                "authorization",
-                &g.handle.resume_or_recorded(request_id, d.as_ref())?,
-            )
+            let d = opt_arg("decision", decision)?
+                .map(parse_decision_json)
+                .transpose()?;
+            Ok(g.resume_or_recorded(request_id, d.as_ref())?)
         })
     }
 }
@@ -273,10 +218,9 @@ pub unsafe extern "C" fn tg_gate_spawn_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let g = gate_arg(gate)?;
+            let g = handle_arg("gate", gate)?;
             let inv = invocation_arg("invocation", invocation, Some("shell_command"))?;
-            let s = run("tg_gate_spawn_json", g.handle.spawn(&inv))?;
-            record_json("spawn", &s)
+            run("tg_gate_spawn_json", g.spawn(&inv))
         })
     }
 }
@@ -299,14 +243,10 @@ pub unsafe extern "C" fn tg_gate_resume_spawn_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let g = gate_arg(gate)?;
+            let g = handle_arg("gate", gate)?;
             let request_id = arg("request_id", request_id)?;
             let d = parse_decision_json(arg("decision", decision)?)?;
-            let s = run(
-                "tg_gate_resume_spawn_json",
-                g.handle.resume_spawn(request_id, &d),
-            )?;
-            record_json("spawn", &s)
+            run("tg_gate_resume_spawn_json", g.resume_spawn(request_id, &d))
         })
     }
 }
@@ -327,13 +267,9 @@ pub unsafe extern "C" fn tg_gate_run_approved_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let g = gate_arg(gate)?;
+            let g = handle_arg("gate", gate)?;
             let request_id = arg("request_id", request_id)?;
-            let s = run(
-                "tg_gate_run_approved_json",
-                g.handle.run_approved(request_id),
-            )?;
-            record_json("spawn", &s)
+            run("tg_gate_run_approved_json", g.run_approved(request_id))
         })
     }
 }
@@ -359,7 +295,6 @@ fn into_fd(file: std::fs::File) -> Result<c_int, Failure> {
 /// # Safety
 /// As those functions.
 unsafe fn open(
-    what: &str,
     write: bool,
     gate: *const TgGate,
     invocation: *const c_char,
@@ -370,21 +305,18 @@ unsafe fn open(
         // SAFETY: forwarded from the caller.
         unsafe {
             let fd_slot = out_ptr("out_fd", out_fd, -1)?;
-            let denial_slot = out_ptr("out_denial_json", out_denial_json, std::ptr::null_mut())?;
-            let g = gate_arg(gate)?;
+            let denial_slot = out_ptr("out_denial_json", out_denial_json, null_mut())?;
+            let g = handle_arg("gate", gate)?;
             let kind = if write { "file_write" } else { "file_read" };
             let inv = invocation_arg("invocation", invocation, Some(kind))?;
             let opened = if write {
-                run(what, g.handle.open_write(&inv))?
+                run("tg_gate_open_write", g.open_write(&inv))?
             } else {
-                run(what, g.handle.open_read(&inv))?
+                run("tg_gate_open_read", g.open_read(&inv))?
             };
             match opened {
                 OpenRecord::Opened(file) => *fd_slot = into_fd(file)?,
-                OpenRecord::Denied(d) => {
-                    *denial_slot =
-                        super::c_string("denial", record_json("denial", &*d)?.to_string())?;
-                }
+                OpenRecord::Denied(d) => *denial_slot = c_string("denial", json_text(&*d)?)?,
             }
         }
         Ok(())
@@ -410,16 +342,7 @@ pub unsafe extern "C" fn tg_gate_open_read(
     out_denial_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        open(
-            "tg_gate_open_read",
-            false,
-            gate,
-            invocation,
-            out_fd,
-            out_denial_json,
-        )
-    }
+    unsafe { open(false, gate, invocation, out_fd, out_denial_json) }
 }
 
 /// `tg_gate_open_read` for a write: authorizes a write of the target (`"kind"`, if given, must
@@ -436,16 +359,7 @@ pub unsafe extern "C" fn tg_gate_open_write(
     out_denial_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        open(
-            "tg_gate_open_write",
-            true,
-            gate,
-            invocation,
-            out_fd,
-            out_denial_json,
-        )
-    }
+    unsafe { open(true, gate, invocation, out_fd, out_denial_json) }
 }
 
 /// Checks a URL (or `host[:port]`) against the turn's network policy and resolves it, vetting
@@ -466,11 +380,8 @@ pub unsafe extern "C" fn tg_gate_resolve_and_check_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let g = gate_arg(gate)?;
-            let r = g
-                .handle
-                .resolve_and_check(arg("url", url)?, opt_arg("tool", tool)?);
-            record_json("resolution", &r)
+            let g = handle_arg("gate", gate)?;
+            Ok(g.resolve_and_check(arg("url", url)?, opt_arg("tool", tool)?))
         })
     }
 }
@@ -485,28 +396,12 @@ pub unsafe extern "C" fn tg_gate_grant_for_turn(
     gate: *const TgGate,
     scope_hash: *const c_char,
 ) -> TgStatus {
-    guard(|| {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            let g = gate_arg(gate)?;
-            g.handle.grant_for_turn(arg("scope_hash", scope_hash)?);
-        }
-        Ok(())
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn blocking_refuses_inside_a_runtime_and_runs_outside() {
-        assert_eq!(block_on("outside", async { 7 }).ok(), Some(7));
-        let rt = Builder::new_current_thread().build().unwrap();
-        let inside = rt.block_on(async { block_on("tg_gate_test", async { 7 }) });
-        let e = inside.err().unwrap();
-        assert_eq!(e.status, TgStatus::Invalid);
-        assert!(e.message.contains("tg_gate_test"), "{}", e.message);
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        guard(|| {
+            let g = handle_arg("gate", gate)?;
+            g.grant_for_turn(arg("scope_hash", scope_hash)?);
+            Ok(())
+        })
     }
 }

@@ -41,8 +41,11 @@ pub mod tooling;
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::null_mut;
 use std::sync::Arc;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::{Effect, PolicyHandle, TurnGateError};
@@ -132,16 +135,11 @@ impl From<TurnGateError> for Failure {
             TurnGateError::Changes { .. } => TgStatus::Changes,
             _ => TgStatus::Invalid,
         };
-        let (code, paths) = match &e {
-            TurnGateError::Changes { code, paths, .. } => (code.clone(), paths.clone()),
-            TurnGateError::Snapshot { code, .. } => (code.clone(), Vec::new()),
-            _ => (String::new(), Vec::new()),
-        };
         Failure {
             status,
             message: e.message().to_owned(),
-            code,
-            paths,
+            code: e.code().unwrap_or_default().to_owned(),
+            paths: e.paths().to_vec(),
         }
     }
 }
@@ -206,16 +204,37 @@ fn guard(f: impl FnOnce() -> Result<(), Failure>) -> TgStatus {
     }
 }
 
+/// The handle types' plumbing: each wraps one facade handle, derefs to it, and is made from it
+/// (so [`handle_result`] boxes whatever the facade returns).
+macro_rules! c_handle {
+    ($($handle:ty => $inner:ty),* $(,)?) => {$(
+        impl std::ops::Deref for $handle {
+            type Target = $inner;
+            fn deref(&self) -> &$inner {
+                &self.handle
+            }
+        }
+        impl From<$inner> for $handle {
+            fn from(handle: $inner) -> Self {
+                Self { handle }
+            }
+        }
+    )*};
+}
+c_handle!(
+    TgPolicy => Arc<PolicyHandle>,
+    store::TgStore => Arc<crate::StoreHandle>,
+    approver::TgApprover => crate::approver::ApproverHandle,
+    gate::TgGate => Arc<crate::GateHandle>,
+);
+
 /// A required string argument.
 ///
 /// # Safety
 /// `ptr` is NULL or a NUL-terminated string valid for `'a`.
 unsafe fn arg<'a>(name: &str, ptr: *const c_char) -> Result<&'a str, Failure> {
     if ptr.is_null() {
-        return Err(Failure::new(
-            TgStatus::NullArgument,
-            format!("argument `{name}` is NULL"),
-        ));
+        return Err(null_argument(name));
     }
     // SAFETY: the caller guarantees a NUL-terminated string that outlives the call.
     let s = unsafe { CStr::from_ptr(ptr) };
@@ -227,17 +246,19 @@ unsafe fn arg<'a>(name: &str, ptr: *const c_char) -> Result<&'a str, Failure> {
     })
 }
 
+fn null_argument(name: &str) -> Failure {
+    Failure::new(TgStatus::NullArgument, format!("argument `{name}` is NULL"))
+}
+
 /// An optional string argument (NULL is none).
 ///
 /// # Safety
 /// As [`arg`].
 unsafe fn opt_arg<'a>(name: &str, ptr: *const c_char) -> Result<Option<&'a str>, Failure> {
-    if ptr.is_null() {
-        Ok(None)
-    } else {
-        // SAFETY: forwarded from the caller.
-        unsafe { arg(name, ptr) }.map(Some)
-    }
+    // SAFETY: forwarded from the caller.
+    (!ptr.is_null())
+        .then(|| unsafe { arg(name, ptr) })
+        .transpose()
 }
 
 /// A required JSON text argument, parsed.
@@ -256,11 +277,43 @@ unsafe fn json_arg(name: &str, ptr: *const c_char) -> Result<Value, Failure> {
 /// # Safety
 /// As [`arg`].
 unsafe fn opt_json_arg(name: &str, ptr: *const c_char) -> Result<Option<Value>, Failure> {
-    if ptr.is_null() {
-        Ok(None)
-    } else {
-        // SAFETY: forwarded from the caller.
-        unsafe { json_arg(name, ptr) }.map(Some)
+    // SAFETY: forwarded from the caller.
+    (!ptr.is_null())
+        .then(|| unsafe { json_arg(name, ptr) })
+        .transpose()
+}
+
+/// A JSON text argument deserialized as `T` (a request record); an error is `name: ` then `what`
+/// (empty, or what was expected ending in `: `) then serde's reason.
+///
+/// # Safety
+/// As [`arg`].
+unsafe fn record_arg<T: DeserializeOwned>(
+    name: &str,
+    what: &str,
+    ptr: *const c_char,
+) -> Result<T, Failure> {
+    // SAFETY: forwarded from the caller.
+    serde_json::from_value(unsafe { json_arg(name, ptr) }?)
+        .map_err(|e| Failure::new(TgStatus::Invalid, format!("{name}: {what}{e}")))
+}
+
+/// The `(kind, target, tool)` of an action given as three strings (`tool` may be NULL).
+///
+/// # Safety
+/// As [`arg`], for each.
+unsafe fn action_args<'a>(
+    kind: *const c_char,
+    target: *const c_char,
+    tool: *const c_char,
+) -> Result<(&'a str, &'a str, Option<&'a str>), Failure> {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        Ok((
+            arg("kind", kind)?,
+            arg("target", target)?,
+            opt_arg("tool", tool)?,
+        ))
     }
 }
 
@@ -270,17 +323,7 @@ unsafe fn opt_json_arg(name: &str, ptr: *const c_char) -> Result<Option<Value>, 
 /// `ptr` is NULL or a live handle of type `T` from this library.
 unsafe fn handle_arg<'a, T>(name: &str, ptr: *const T) -> Result<&'a T, Failure> {
     // SAFETY: the caller guarantees a live handle or NULL.
-    unsafe { ptr.as_ref() }
-        .ok_or_else(|| Failure::new(TgStatus::NullArgument, format!("argument `{name}` is NULL")))
-}
-
-/// A borrowed policy argument.
-///
-/// # Safety
-/// As [`handle_arg`].
-unsafe fn policy_arg<'a>(name: &str, ptr: *const TgPolicy) -> Result<&'a TgPolicy, Failure> {
-    // SAFETY: forwarded from the caller.
-    unsafe { handle_arg(name, ptr) }
+    unsafe { ptr.as_ref() }.ok_or_else(|| null_argument(name))
 }
 
 /// Checks an out pointer and clears what it points to, so that a failure leaves no stale value.
@@ -289,11 +332,28 @@ unsafe fn policy_arg<'a>(name: &str, ptr: *const TgPolicy) -> Result<&'a TgPolic
 /// `out` is NULL or valid for a write of `T`.
 unsafe fn out_ptr<'a, T>(name: &str, out: *mut T, empty: T) -> Result<&'a mut T, Failure> {
     // SAFETY: the caller guarantees `out` is NULL or writable.
-    let slot = unsafe { out.as_mut() }.ok_or_else(|| {
-        Failure::new(TgStatus::NullArgument, format!("argument `{name}` is NULL"))
-    })?;
+    let slot = unsafe { out.as_mut() }.ok_or_else(|| null_argument(name))?;
     *slot = empty;
     Ok(slot)
+}
+
+/// The shape of every fallible entry point: in the panic boundary, clears `*out` (named `name`
+/// in errors) to `empty`, runs `f` and writes its result to `*out`.
+///
+/// # Safety
+/// `out` is NULL or valid for a write of `T`.
+unsafe fn value_result<T>(
+    name: &str,
+    out: *mut T,
+    empty: T,
+    f: impl FnOnce() -> Result<T, Failure>,
+) -> TgStatus {
+    guard(|| {
+        // SAFETY: forwarded from the caller.
+        let slot = unsafe { out_ptr(name, out, empty) }?;
+        *slot = f()?;
+        Ok(())
+    })
 }
 
 /// An owned C string for `s`, to be released with `tg_string_free`.
@@ -311,31 +371,30 @@ unsafe fn string_result(
     out: *mut *mut c_char,
     f: impl FnOnce() -> Result<Option<String>, Failure>,
 ) -> TgStatus {
-    guard(|| {
-        // SAFETY: forwarded from the caller.
-        let slot = unsafe { out_ptr("out", out, std::ptr::null_mut()) }?;
-        if let Some(s) = f()? {
-            *slot = c_string("result", s)?;
-        }
-        Ok(())
-    })
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        value_result("out", out, null_mut(), || {
+            f()?.map_or(Ok(null_mut()), |s| c_string("result", s))
+        })
+    }
 }
 
-/// Runs `f` and writes the handle it builds, boxed, to `out` (named `name` in errors).
+/// Runs `f` and writes the handle made from its result, boxed, to `out` (named `name` in
+/// errors).
 ///
 /// # Safety
 /// `out` is NULL or valid for a write of a pointer.
-unsafe fn handle_result<T>(
+unsafe fn handle_result<T: From<I>, I>(
     name: &str,
     out: *mut *mut T,
-    f: impl FnOnce() -> Result<T, Failure>,
+    f: impl FnOnce() -> Result<I, Failure>,
 ) -> TgStatus {
-    guard(|| {
-        // SAFETY: forwarded from the caller.
-        let slot = unsafe { out_ptr(name, out, std::ptr::null_mut()) }?;
-        *slot = Box::into_raw(Box::new(f()?));
-        Ok(())
-    })
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        value_result(name, out, null_mut(), || {
+            Ok(Box::into_raw(Box::new(f()?.into())))
+        })
+    }
 }
 
 /// Releases a handle made by [`handle_result`]. NULL is a no-op.
@@ -350,33 +409,23 @@ unsafe fn free_handle<T>(ptr: *mut T) {
     }
 }
 
-/// Runs `f` and writes the policy it builds to `out`.
+/// Runs `f` and writes its result as JSON text to `out`: a JSON value as it is, a facade record
+/// in its serde form (the one shape every language sees).
 ///
 /// # Safety
 /// `out` is NULL or valid for a write of a pointer.
-unsafe fn policy_result(
-    out: *mut *mut TgPolicy,
-    f: impl FnOnce() -> Result<Arc<PolicyHandle>, Failure>,
-) -> TgStatus {
-    // SAFETY: forwarded from the caller.
-    unsafe { handle_result("out_policy", out, || Ok(TgPolicy { handle: f()? })) }
-}
-
-/// A facade record as JSON: its serde form, the one shape every language sees.
-fn record_json<T: serde::Serialize>(what: &str, record: &T) -> Result<Value, Failure> {
-    Ok(crate::convert::to_value(what, record)?)
-}
-
-/// Writes `value` as JSON text to `out` (see [`string_result`]).
-///
-/// # Safety
-/// `out` is NULL or valid for a write of a pointer.
-unsafe fn json_result(
+unsafe fn json_result<T: Serialize>(
     out: *mut *mut c_char,
-    f: impl FnOnce() -> Result<Value, Failure>,
+    f: impl FnOnce() -> Result<T, Failure>,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { string_result(out, || Ok(Some(f()?.to_string()))) }
+    unsafe { string_result(out, || Ok(Some(json_text(&f()?)?))) }
+}
+
+/// `value` as JSON text.
+fn json_text<T: Serialize>(value: &T) -> Result<String, Failure> {
+    serde_json::to_string(value)
+        .map_err(|e| Failure::new(TgStatus::Invalid, format!("result: not serializable: {e}")))
 }
 
 // ---- library ---------------------------------------------------------------------------------
@@ -444,17 +493,12 @@ pub extern "C" fn tg_effect_name(effect: TgEffect) -> *const c_char {
 /// `json` is NUL-terminated; `out_len` writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tg_json_array_len(json: *const c_char, out_len: *mut usize) -> TgStatus {
-    guard(|| {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            let slot = out_ptr("out_len", out_len, 0)?;
-            match json_arg("json", json)? {
-                Value::Array(items) => *slot = items.len(),
-                other => return Err(not_a("json", "an array", &other)),
-            }
-        }
-        Ok(())
-    })
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        value_result("out_len", out_len, 0, || {
+            Ok(array(json_arg("json", json)?)?.len())
+        })
+    }
 }
 
 /// Element `index` of the JSON array `json`, as JSON text. `*out_json` is owned by the caller.
@@ -469,18 +513,15 @@ pub unsafe extern "C" fn tg_json_array_get(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        string_result(out_json, || match json_arg("json", json)? {
-            Value::Array(mut items) if index < items.len() => {
-                Ok(Some(items.swap_remove(index).to_string()))
-            }
-            Value::Array(items) => Err(Failure::new(
-                TgStatus::Invalid,
-                format!(
-                    "index {index} is out of range for an array of {}",
-                    items.len()
-                ),
-            )),
-            other => Err(not_a("json", "an array", &other)),
+        json_result(out_json, || {
+            let mut items = array(json_arg("json", json)?)?;
+            let len = items.len();
+            (index < len)
+                .then(|| items.swap_remove(index))
+                .ok_or_else(|| {
+                    let message = format!("index {index} is out of range for an array of {len}");
+                    Failure::new(TgStatus::Invalid, message)
+                })
         })
     }
 }
@@ -500,7 +541,9 @@ pub unsafe extern "C" fn tg_json_get(
     unsafe {
         string_result(out_json, || {
             let key = arg("key", key)?;
-            Ok(member(json_arg("json", json)?, key)?.map(|v| v.to_string()))
+            member(json_arg("json", json)?, key)?
+                .map(|v| json_text(&v))
+                .transpose()
         })
     }
 }
@@ -541,14 +584,19 @@ pub unsafe extern "C" fn tg_json_equal(
     b: *const c_char,
     out_equal: *mut i32,
 ) -> TgStatus {
-    guard(|| {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            let slot = out_ptr("out_equal", out_equal, 0)?;
-            *slot = i32::from(json_arg("a", a)? == json_arg("b", b)?);
-        }
-        Ok(())
-    })
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        value_result("out_equal", out_equal, 0, || {
+            Ok(i32::from(json_arg("a", a)? == json_arg("b", b)?))
+        })
+    }
+}
+
+fn array(json: Value) -> Result<Vec<Value>, Failure> {
+    match json {
+        Value::Array(items) => Ok(items),
+        other => Err(not_a("json", "an array", &other)),
+    }
 }
 
 fn member(json: Value, key: &str) -> Result<Option<Value>, Failure> {

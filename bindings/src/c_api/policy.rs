@@ -20,14 +20,7 @@ pub unsafe extern "C" fn tg_policy_from_json(
     out_policy: *mut *mut TgPolicy,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        policy_result(out_policy, || {
-            Ok(PolicyHandle::from_json(
-                arg("text", text)?,
-                opt_arg("origin", origin)?,
-            )?)
-        })
-    }
+    unsafe { policy_from_text(text, origin, out_policy, PolicyHandle::from_json) }
 }
 
 /// Parses a policy file's TOML text and compiles it. Ownership as `tg_policy_from_json`.
@@ -41,14 +34,7 @@ pub unsafe extern "C" fn tg_policy_from_toml(
     out_policy: *mut *mut TgPolicy,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        policy_result(out_policy, || {
-            Ok(PolicyHandle::from_toml(
-                arg("text", text)?,
-                opt_arg("origin", origin)?,
-            )?)
-        })
-    }
+    unsafe { policy_from_text(text, origin, out_policy, PolicyHandle::from_toml) }
 }
 
 /// The compiled policy of a permission mode (`full_access`, `auto_accept_edits`,
@@ -63,7 +49,7 @@ pub unsafe extern "C" fn tg_policy_from_mode(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        policy_result(out_policy, || {
+        handle_result("out_policy", out_policy, || {
             Ok(PolicyHandle::from_mode(arg("mode", mode)?)?)
         })
     }
@@ -83,11 +69,10 @@ pub unsafe extern "C" fn tg_policy_tiered(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        policy_result(out_policy, || {
-            Ok(PolicyHandle::tiered(
-                opt_arg("test_binary", test_binary)?.map(str::to_owned),
-                opt_arg("provider_host", provider_host)?.map(str::to_owned),
-            )?)
+        handle_result("out_policy", out_policy, || {
+            let test_binary = opt_arg("test_binary", test_binary)?.map(str::to_owned);
+            let provider_host = opt_arg("provider_host", provider_host)?.map(str::to_owned);
+            Ok(PolicyHandle::tiered(test_binary, provider_host)?)
         })
     }
 }
@@ -99,7 +84,7 @@ pub unsafe extern "C" fn tg_policy_tiered(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tg_policy_permissive(out_policy: *mut *mut TgPolicy) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { policy_result(out_policy, || Ok(PolicyHandle::permissive()?)) }
+    unsafe { handle_result("out_policy", out_policy, || Ok(PolicyHandle::permissive()?)) }
 }
 
 /// `merge`: `other` composed as a peer over `policy` (the stricter default wins; an overlay can
@@ -116,10 +101,8 @@ pub unsafe extern "C" fn tg_policy_merge(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        policy_result(out_policy, || {
-            let p = policy_arg("policy", policy)?;
-            let o = policy_arg("other", other)?;
-            Ok(p.handle.merge(&o.handle)?)
+        handle_result("out_policy", out_policy, || {
+            Ok(handle_arg("policy", policy)?.merge(handle_arg("other", other)?)?)
         })
     }
 }
@@ -137,10 +120,8 @@ pub unsafe extern "C" fn tg_policy_contain(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        policy_result(out_policy, || {
-            let p = policy_arg("policy", policy)?;
-            let c = policy_arg("cap", cap)?;
-            Ok(p.handle.contain(&c.handle)?)
+        handle_result("out_policy", out_policy, || {
+            Ok(handle_arg("policy", policy)?.contain(handle_arg("cap", cap)?)?)
         })
     }
 }
@@ -171,20 +152,14 @@ pub unsafe extern "C" fn tg_policy_check(
     tool: *const c_char,
     out_effect: *mut TgEffect,
 ) -> TgStatus {
-    guard(|| {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            let slot = out_ptr("out_effect", out_effect, TgEffect::Deny)?;
-            let p = policy_arg("policy", policy)?;
-            let effect = p.handle.check(
-                arg("kind", kind)?,
-                arg("target", target)?,
-                opt_arg("tool", tool)?,
-            )?;
-            *slot = effect.into();
-        }
-        Ok(())
-    })
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        value_result("out_effect", out_effect, TgEffect::Deny, || {
+            let p = handle_arg("policy", policy)?;
+            let (kind, target, tool) = action_args(kind, target, tool)?;
+            Ok(p.check(kind, target, tool)?.into())
+        })
+    }
 }
 
 /// The verdict of an action as JSON: `{"effect", "rule", "layer", "reason"}`, with `rule` the
@@ -203,14 +178,10 @@ pub unsafe extern "C" fn tg_policy_explain_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        string_result(out_json, || {
-            let p = policy_arg("policy", policy)?;
-            let v = p.handle.explain(
-                arg("kind", kind)?,
-                arg("target", target)?,
-                opt_arg("tool", tool)?,
-            )?;
-            Ok(Some(record_json("verdict", &v)?.to_string()))
+        json_result(out_json, || {
+            let p = handle_arg("policy", policy)?;
+            let (kind, target, tool) = action_args(kind, target, tool)?;
+            Ok(p.explain(kind, target, tool)?)
         })
     }
 }
@@ -227,7 +198,25 @@ pub unsafe extern "C" fn tg_policy_to_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         string_result(out_json, || {
-            Ok(Some(policy_arg("policy", policy)?.handle.to_json()))
+            Ok(Some(handle_arg("policy", policy)?.to_json()))
+        })
+    }
+}
+
+/// The shared body of `tg_policy_from_json` and `tg_policy_from_toml`: `parse` over the text.
+///
+/// # Safety
+/// As those functions.
+unsafe fn policy_from_text(
+    text: *const c_char,
+    origin: *const c_char,
+    out_policy: *mut *mut TgPolicy,
+    parse: fn(&str, Option<&str>) -> Result<Arc<PolicyHandle>, TurnGateError>,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        handle_result("out_policy", out_policy, || {
+            Ok(parse(arg("text", text)?, opt_arg("origin", origin)?)?)
         })
     }
 }

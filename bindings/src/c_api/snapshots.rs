@@ -48,9 +48,9 @@ pub unsafe extern "C" fn tg_snapshot_intersect_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        string_result(out_json, || {
+        json_result(out_json, || {
             let s = snapshot::intersect(json_arg("snapshot", snapshot)?, json_arg("cap", cap)?)?;
-            Ok(Some(s.to_string()))
+            Ok(s)
         })
     }
 }
@@ -68,10 +68,9 @@ pub unsafe extern "C" fn tg_snapshot_cap_from_parent_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        string_result(out_json, || {
-            let c =
-                snapshot::cap_from_parent(json_arg("snapshot", snapshot)?, arg("origin", origin)?)?;
-            Ok(Some(c.to_string()))
+        json_result(out_json, || {
+            let snapshot = json_arg("snapshot", snapshot)?;
+            Ok(snapshot::cap_from_parent(snapshot, arg("origin", origin)?)?)
         })
     }
 }
@@ -110,9 +109,9 @@ pub unsafe extern "C" fn tg_map_cli_runtime_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        string_result(out_json, || {
+        json_result(out_json, || {
             let m = snapshot::map_cli_runtime(arg("runtime", runtime)?, arg("mode", mode)?)?;
-            Ok(Some(m.to_string()))
+            Ok(m)
         })
     }
 }
@@ -144,9 +143,9 @@ pub unsafe extern "C" fn tg_reduce_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        string_result(out_json, || {
+        json_result(out_json, || {
             let s = reduce::reduce(opt_json_arg("state", state)?, json_arg("input", input)?)?;
-            Ok(Some(s.to_string()))
+            Ok(s)
         })
     }
 }
@@ -164,9 +163,9 @@ pub unsafe extern "C" fn tg_reduce_all_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        string_result(out_json, || {
-            let s = reduce::reduce_all(opt_json_arg("state", state)?, json_arg("inputs", inputs)?)?;
-            Ok(Some(s.to_string()))
+        json_result(out_json, || {
+            let state = opt_json_arg("state", state)?;
+            Ok(reduce::reduce_all(state, json_arg("inputs", inputs)?)?)
         })
     }
 }
@@ -187,14 +186,10 @@ pub unsafe extern "C" fn tg_scope_from_action_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        string_result(out_json, || {
-            let s = reduce::scope_from_action(
-                arg("kind", kind)?,
-                arg("target", target)?,
-                opt_arg("tool", tool)?,
-                opt_arg("cwd", cwd)?,
-            )?;
-            Ok(Some(s.to_string()))
+        json_result(out_json, || {
+            let (kind, target, tool) = action_args(kind, target, tool)?;
+            let s = reduce::scope_from_action(kind, target, tool, opt_arg("cwd", cwd)?)?;
+            Ok(s)
         })
     }
 }

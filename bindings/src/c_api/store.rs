@@ -5,31 +5,20 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::Value;
 
+use super::gate::run;
 use super::{
-    TgStatus, arg, free_handle, guard, handle_arg, handle_result, json_arg, json_result, opt_arg,
-    opt_json_arg, out_ptr, record_json, string_result,
+    TgStatus, arg, free_handle, handle_arg, handle_result, json_arg, json_result, json_text,
+    opt_arg, opt_json_arg, string_result, value_result,
 };
-use crate::StoreHandle;
+use crate::{ApplyOptionsRecord, StoreHandle, changes};
 
 /// An open audit store (opaque), shared by gates. Open with `tg_store_open`, release with
 /// `tg_store_free`; a gate made from it keeps its own reference.
 #[derive(Debug)]
 pub struct TgStore {
     pub(super) handle: Arc<StoreHandle>,
-}
-
-/// A borrowed store argument.
-///
-/// # Safety
-/// `ptr` is NULL or a live `TgStore`.
-pub(super) unsafe fn store_arg<'a>(
-    name: &str,
-    ptr: *const TgStore,
-) -> Result<&'a TgStore, super::Failure> {
-    // SAFETY: forwarded from the caller.
-    unsafe { handle_arg(name, ptr) }
 }
 
 /// Opens (creating if needed) the SQLite store at `path`. On success `*out_store` is a new
@@ -45,9 +34,7 @@ pub unsafe extern "C" fn tg_store_open(
     // SAFETY: forwarded from the caller.
     unsafe {
         handle_result("out_store", out_store, || {
-            Ok(TgStore {
-                handle: StoreHandle::open(arg("path", path)?)?,
-            })
+            Ok(StoreHandle::open(arg("path", path)?)?)
         })
     }
 }
@@ -68,12 +55,8 @@ pub unsafe extern "C" fn tg_store_open_durable(
     // SAFETY: forwarded from the caller.
     unsafe {
         handle_result("out_store", out_store, || {
-            Ok(TgStore {
-                handle: StoreHandle::open_durable(
-                    arg("path", path)?,
-                    opt_arg("durability", durability)?,
-                )?,
-            })
+            let durability = opt_arg("durability", durability)?;
+            Ok(StoreHandle::open_durable(arg("path", path)?, durability)?)
         })
     }
 }
@@ -86,13 +69,7 @@ pub unsafe extern "C" fn tg_store_open_durable(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tg_store_memory(out_store: *mut *mut TgStore) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        handle_result("out_store", out_store, || {
-            Ok(TgStore {
-                handle: StoreHandle::memory()?,
-            })
-        })
-    }
+    unsafe { handle_result("out_store", out_store, || Ok(StoreHandle::memory()?)) }
 }
 
 /// Blocks until the stored approval `request_id` is resolved (through this store at once, by
@@ -113,13 +90,10 @@ pub unsafe extern "C" fn tg_store_wait_resolved_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let s = store_arg("store", store)?;
+            let s = handle_arg("store", store)?;
             let id = arg("request_id", request_id)?;
             let timeout = u64::try_from(timeout_ms).ok();
-            super::gate::run(
-                "tg_store_wait_resolved_json",
-                s.handle.wait_resolved(id, timeout),
-            )
+            run("tg_store_wait_resolved_json", s.wait_resolved(id, timeout))
         })
     }
 }
@@ -146,11 +120,7 @@ pub unsafe extern "C" fn tg_store_path(
     out_path: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        string_result(out_path, || {
-            Ok(Some(store_arg("store", store)?.handle.path()))
-        })
-    }
+    unsafe { string_result(out_path, || Ok(Some(handle_arg("store", store)?.path()))) }
 }
 
 /// Appends a `TurnPermissionAuditEvent` (JSON) and writes its assigned sequence number to
@@ -164,15 +134,12 @@ pub unsafe extern "C" fn tg_store_append_json(
     event: *const c_char,
     out_seq: *mut u64,
 ) -> TgStatus {
-    guard(|| {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            let slot = out_ptr("out_seq", out_seq, 0)?;
-            let s = store_arg("store", store)?;
-            *slot = s.handle.append(json_arg("event", event)?)?;
-        }
-        Ok(())
-    })
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        value_result("out_seq", out_seq, 0, || {
+            Ok(handle_arg("store", store)?.append(json_arg("event", event)?)?)
+        })
+    }
 }
 
 /// The events of `turn_id` in sequence order: a JSON array of `TurnPermissionAuditEvent`
@@ -190,8 +157,7 @@ pub unsafe extern "C" fn tg_store_replay_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let s = store_arg("store", store)?;
-            Ok(s.handle.replay(arg("turn_id", turn_id)?)?)
+            Ok(handle_arg("store", store)?.replay(arg("turn_id", turn_id)?)?)
         })
     }
 }
@@ -207,11 +173,7 @@ pub unsafe extern "C" fn tg_store_turns_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        json_result(out_json, || {
-            Ok(json!(store_arg("store", store)?.handle.turns()?))
-        })
-    }
+    unsafe { json_result(out_json, || Ok(handle_arg("store", store)?.turns()?)) }
 }
 
 /// Every stored approval without a resolution, oldest first: a JSON array of
@@ -228,7 +190,7 @@ pub unsafe extern "C" fn tg_store_pending_approvals_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            Ok(store_arg("store", store)?.handle.pending_approvals()?)
+            Ok(handle_arg("store", store)?.pending_approvals()?)
         })
     }
 }
@@ -247,10 +209,8 @@ pub unsafe extern "C" fn tg_store_approval_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         string_result(out_json, || {
-            let s = store_arg("store", store)?;
-            Ok(s.handle
-                .approval(arg("request_id", request_id)?)?
-                .map(|v| v.to_string()))
+            let approval = handle_arg("store", store)?.approval(arg("request_id", request_id)?)?;
+            approval.map(|a| json_text(&a)).transpose()
         })
     }
 }
@@ -275,13 +235,16 @@ pub unsafe extern "C" fn tg_store_resolve_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let s = store_arg("store", store)?;
-            let r = s.handle.resolve(
+            let s = handle_arg("store", store)?;
+            let (id, resolution) = (
                 arg("request_id", request_id)?,
                 arg("resolution", resolution)?,
+            );
+            Ok(s.resolve(
+                id,
+                resolution,
                 opt_arg("reason", reason)?.unwrap_or("responder"),
-            )?;
-            record_json("resolution", &r)
+            )?)
         })
     }
 }
@@ -301,11 +264,7 @@ pub unsafe extern "C" fn tg_store_change_sets_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        json_result(out_json, || {
-            Ok(store_arg("store", store)?.handle.change_sets()?)
-        })
-    }
+    unsafe { json_result(out_json, || Ok(handle_arg("store", store)?.change_sets()?)) }
 }
 
 /// The change set `id` as `ChangeSet` JSON (a unified diff per text file). An id that is not a
@@ -323,8 +282,7 @@ pub unsafe extern "C" fn tg_store_change_set_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let s = store_arg("store", store)?;
-            Ok(s.handle.change_set(arg("id", id)?)?)
+            Ok(handle_arg("store", store)?.change_set(arg("id", id)?)?)
         })
     }
 }
@@ -349,12 +307,12 @@ pub unsafe extern "C" fn tg_store_apply_change_set_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let s = store_arg("store", store)?;
-            let options: crate::ApplyOptionsRecord = match opt_json_arg("options", options)? {
-                None | Some(serde_json::Value::Null) => crate::ApplyOptionsRecord::default(),
+            let s = handle_arg("store", store)?;
+            let options: ApplyOptionsRecord = match opt_json_arg("options", options)? {
+                None | Some(Value::Null) => ApplyOptionsRecord::default(),
                 Some(v) => crate::convert::from_value("options", v)?,
             };
-            Ok(s.handle.apply_change_set(arg("id", id)?, &options)?)
+            Ok(s.apply_change_set(arg("id", id)?, &options)?)
         })
     }
 }
@@ -377,9 +335,8 @@ pub unsafe extern "C" fn tg_store_discard_change_set_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let s = store_arg("store", store)?;
-            Ok(s.handle
-                .discard_change_set(arg("id", id)?, opt_arg("by", by)?)?)
+            let s = handle_arg("store", store)?;
+            Ok(s.discard_change_set(arg("id", id)?, opt_arg("by", by)?)?)
         })
     }
 }
@@ -398,7 +355,7 @@ pub unsafe extern "C" fn tg_change_set_parse_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            Ok(crate::changes::parse(json_arg("change_set", change_set)?)?)
+            Ok(changes::parse(json_arg("change_set", change_set)?)?)
         })
     }
 }

@@ -4,10 +4,10 @@
 
 use std::ffi::c_char;
 
-use serde_json::Value;
+use serde_json::json;
 
-use super::store::{TgStore, store_arg};
-use super::{TgPolicy, TgStatus, arg, json_arg, json_result, opt_arg, opt_json_arg, policy_arg};
+use super::store::TgStore;
+use super::{TgPolicy, TgStatus, action_args, handle_arg, json_arg, json_result, opt_json_arg};
 
 /// The lint findings of `policy` (`turngate lint`): a JSON array of `{"code", "severity",
 /// "path", "layer", "rule", "by"?, "message"}`, in rule order. `*out_json` is owned by the
@@ -21,11 +21,7 @@ pub unsafe extern "C" fn tg_policy_lint_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        json_result(out_json, || {
-            Ok(policy_arg("policy", policy)?.handle.lint()?)
-        })
-    }
+    unsafe { json_result(out_json, || Ok(handle_arg("policy", policy)?.lint()?)) }
 }
 
 /// The full verdict of an action in a turn, as JSON `{"effect", "rule", "layer", "reason",
@@ -48,15 +44,10 @@ pub unsafe extern "C" fn tg_policy_explain_in_turn_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let p = policy_arg("policy", policy)?;
-            let history =
-                opt_json_arg("history_json", history_json)?.unwrap_or(Value::Array(Vec::new()));
-            Ok(p.handle.explain_in_turn(
-                arg("kind", kind)?,
-                arg("target", target)?,
-                opt_arg("tool", tool)?,
-                history,
-            )?)
+            let p = handle_arg("policy", policy)?;
+            let (kind, target, tool) = action_args(kind, target, tool)?;
+            let history = opt_json_arg("history_json", history_json)?.unwrap_or(json!([]));
+            Ok(p.explain_in_turn(kind, target, tool, history)?)
         })
     }
 }
@@ -79,10 +70,10 @@ pub unsafe extern "C" fn tg_policy_replay_events_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let p = policy_arg("policy", policy)?;
+            let p = handle_arg("policy", policy)?;
             let events = json_arg("events_json", events_json)?;
-            let options = opt_json_arg("options_json", options_json)?.unwrap_or(Value::Null);
-            Ok(p.handle.replay_events(events, options)?)
+            let options = opt_json_arg("options_json", options_json)?.unwrap_or_default();
+            Ok(p.replay_events(events, options)?)
         })
     }
 }
@@ -103,10 +94,9 @@ pub unsafe extern "C" fn tg_store_replay_policy_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let s = store_arg("store", store)?;
-            let p = policy_arg("policy", policy)?;
-            let options = opt_json_arg("options_json", options_json)?.unwrap_or(Value::Null);
-            Ok(s.handle.replay_policy(&p.handle, options)?)
+            let (s, p) = (handle_arg("store", store)?, handle_arg("policy", policy)?);
+            let options = opt_json_arg("options_json", options_json)?.unwrap_or_default();
+            Ok(s.replay_policy(p, options)?)
         })
     }
 }
