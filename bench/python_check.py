@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Per-call cost of `Policy.check` from Python, against a Python no-op function call with the
-same arguments in the same run, and of the batch API per action (docs/performance.md: <= 2 µs per
-call). Run inside the virtualenv that scripts/test-python builds:
+"""Per-call cost of `Policy.check` and `Policy.explain` from Python, against a Python no-op
+function call with the same arguments in the same run, and of the batch API per action
+(docs/performance.md: <= 2 µs per call). Run inside the virtualenv that scripts/test-python builds:
 
     /var/cache/turngate/venv/bin/python bench/python_check.py
 """
@@ -50,7 +50,8 @@ def per_call_ns(stmt: str, env: dict[str, object], number: int = N) -> float:
 def main() -> None:
     p = policy_100_rules()
     check = p.check
-    env: dict[str, object] = {"check": check, "noop": noop, "p": p}
+    explain = p.explain
+    env: dict[str, object] = {"check": check, "explain": explain, "noop": noop, "p": p}
     baseline = per_call_ns("noop('file_write', 'src/mod7/lib.rs')", env)
     rows = [
         ("python no-op function call (baseline)", baseline),
@@ -59,7 +60,9 @@ def main() -> None:
         ("check network api.example.com:443 (default)", per_call_ns("check('network', 'api.example.com:443')", env)),
         ("check shell_command 'cargo test' (plain line)", per_call_ns("check('shell_command', 'cargo test')", env)),
         ("check shell_command 'cargo test | tee log'", per_call_ns("check('shell_command', 'cargo test | tee log')", env)),
-        ("explain file_read config/.env", per_call_ns("p.explain('file_read', 'config/.env')", env)),
+        ("explain file_read config/.env (deny rule)", per_call_ns("explain('file_read', 'config/.env')", env)),
+        ("explain file_write src/mod7/lib.rs (allow rule)", per_call_ns("explain('file_write', 'src/mod7/lib.rs')", env)),
+        ("explain network api.example.com:443 (default)", per_call_ns("explain('network', 'api.example.com:443')", env)),
     ]
     batch = [("file_write", f"src/mod{i % 50}/lib.rs") for i in range(1000)]
     env["batch"] = batch
@@ -74,6 +77,8 @@ def main() -> None:
     # cost; the budget applies to the plain-line cases.
     worst = max(ns for name, ns in rows[1:5])
     print(f"worst check: {worst:.0f} ns per call (budget 2000 ns): {'within' if worst <= 2000 else 'OVER'} budget")
+    worst = max(ns for name, ns in rows[6:9])
+    print(f"worst explain: {worst:.0f} ns per call (budget 2000 ns): {'within' if worst <= 2000 else 'OVER'} budget")
     gate_rows(baseline)
 
 
