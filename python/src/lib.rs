@@ -8,7 +8,6 @@ mod approver;
 mod broker;
 mod check;
 mod gate;
-mod ser;
 mod store;
 mod tools;
 
@@ -134,16 +133,14 @@ impl<T> IntoPy<T> for Result<T, TurnGateError> {
 // ---- JSON <-> Python ------------------------------------------------------------------------
 
 /// A JSON value, or any facade record, as plain Python objects (dict, list, str, int, float,
-/// bool, None): what `json.loads` makes of its JSON form, built straight from serde
-/// ([`ser`]), the same fields as in every language (the `.pyi` types records as TypedDicts).
+/// bool, None): serde straight into Python objects (`pythonize`, ADR 0029), no
+/// `serde_json::Value` in between; keys in serialization order, the same fields as in every
+/// language (the `.pyi` types records as TypedDicts).
 pub(crate) fn to_py<'py, T: serde::Serialize + ?Sized>(
     py: Python<'py>,
     value: &T,
 ) -> PyResult<Bound<'py, PyAny>> {
-    ser::to_py(py, value).map_err(|e| match e {
-        ser::Error::Py(e) => e,
-        ser::Error::Msg(m) => to_py_err(py, TurnGateError::invalid("result", m)),
-    })
+    Ok(pythonize::pythonize(py, value)?)
 }
 
 /// Plain Python objects as a JSON value; `what` names the argument in errors.

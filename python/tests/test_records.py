@@ -1,4 +1,4 @@
-"""Records as Python objects (python/src/ser.rs, ADR 0029): exactly the dicts `json.loads` makes of
+"""Records as Python objects (pythonize, ADR 0029): exactly the dicts `json.loads` makes of
 the facade's JSON, fields in the record's order, ints as ints, omitted optional fields omitted,
 and a fresh mutable dict per call."""
 
