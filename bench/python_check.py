@@ -4,11 +4,21 @@ function call with the same arguments in the same run, and of the batch API per 
 (docs/performance.md: <= 2 µs per call). Run inside the virtualenv that scripts/test-python builds:
 
     /var/cache/turngate/venv/bin/python bench/python_check.py
+
+To compare builds of the extension (each a directory holding an installed `turngate/` package,
+e.g. copied out of site-packages), `--ab DIR...` runs the check/explain cases in alternating
+processes, one per build and round, and prints the median CPU time per call of each:
+
+    python bench/python_check.py --ab /tmp/before /tmp/after
 """
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from typing import Callable
 import timeit
@@ -106,5 +116,50 @@ def gate_rows(baseline: float) -> None:
             print(f"{name:<50} {ns:>9.0f} {ns / baseline:>8.2f}")
 
 
+def cpu_cases() -> None:
+    """`--cpu`: the CPU time per call of each case (the least of 3 loops of 100,000), as JSON."""
+    p = policy_100_rules()
+    check, explain = p.check, p.explain
+    cases: dict[str, Callable[[], object]] = {
+        "python no-op function call": lambda: noop("file_read", "config/.env"),
+        "check file_read config/.env (deny rule)": lambda: check("file_read", "config/.env"),
+        "explain file_read config/.env (deny rule)": lambda: explain("file_read", "config/.env"),
+        "explain file_write src/mod7/lib.rs (allow rule)": lambda: explain("file_write", "src/mod7/lib.rs"),
+        "explain network api.example.com:443 (default)": lambda: explain("network", "api.example.com:443"),
+    }
+    out = {}
+    for name, call in cases.items():
+        loops = []
+        for _ in range(3):
+            start = time.process_time_ns()
+            for _ in range(100_000):
+                call()
+            loops.append((time.process_time_ns() - start) / 100_000)
+        out[name] = min(loops)
+    print(json.dumps(out))
+
+
+def ab(dirs: list[str], rounds: int = 8) -> None:
+    results: dict[str, dict[str, list[float]]] = {d: {} for d in dirs}
+    for _ in range(rounds):
+        for d in dirs:
+            env = {**os.environ, "PYTHONPATH": d}
+            r = subprocess.run([sys.executable, __file__, "--cpu"], env=env, capture_output=True,
+                               text=True, check=True)
+            for name, ns in json.loads(r.stdout).items():
+                results[d].setdefault(name, []).append(ns)
+    print(f"CPU ns per call, median (min-max) of {rounds} alternating processes per build")
+    print(f"{'case':<50}" + "".join(f"{os.path.basename(d.rstrip('/')):>22}" for d in dirs))
+    for name in results[dirs[0]]:
+        cells = [results[d][name] for d in dirs]
+        print(f"{name:<50}" + "".join(
+            f"{statistics.median(c):>9.0f} ({min(c):>4.0f}-{max(c):>4.0f})" for c in cells))
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--cpu"]:
+        cpu_cases()
+    elif sys.argv[1:2] == ["--ab"]:
+        ab(sys.argv[2:])
+    else:
+        main()
