@@ -1,14 +1,24 @@
 #!/usr/bin/env python3
-"""Per-call cost of `Policy.check` from Python, against a Python no-op function call with the
-same arguments in the same run, and of the batch API per action (docs/performance.md: <= 2 µs per
-call). Run inside the virtualenv that scripts/test-python builds:
+"""Per-call cost of `Policy.check` and `Policy.explain` from Python, against a Python no-op
+function call with the same arguments in the same run, and of the batch API per action
+(docs/performance.md: <= 2 µs per call). Run inside the virtualenv that scripts/test-python builds:
 
     /var/cache/turngate/venv/bin/python bench/python_check.py
+
+To compare builds of the extension (each a directory holding an installed `turngate/` package,
+e.g. copied out of site-packages), `--ab DIR...` runs the check/explain cases in alternating
+processes, one per build and round, and prints the median CPU time per call of each:
+
+    python bench/python_check.py --ab /tmp/before /tmp/after
 """
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from typing import Callable
 import timeit
@@ -50,7 +60,8 @@ def per_call_ns(stmt: str, env: dict[str, object], number: int = N) -> float:
 def main() -> None:
     p = policy_100_rules()
     check = p.check
-    env: dict[str, object] = {"check": check, "noop": noop, "p": p}
+    explain = p.explain
+    env: dict[str, object] = {"check": check, "explain": explain, "noop": noop, "p": p}
     baseline = per_call_ns("noop('file_write', 'src/mod7/lib.rs')", env)
     rows = [
         ("python no-op function call (baseline)", baseline),
@@ -59,7 +70,9 @@ def main() -> None:
         ("check network api.example.com:443 (default)", per_call_ns("check('network', 'api.example.com:443')", env)),
         ("check shell_command 'cargo test' (plain line)", per_call_ns("check('shell_command', 'cargo test')", env)),
         ("check shell_command 'cargo test | tee log'", per_call_ns("check('shell_command', 'cargo test | tee log')", env)),
-        ("explain file_read config/.env", per_call_ns("p.explain('file_read', 'config/.env')", env)),
+        ("explain file_read config/.env (deny rule)", per_call_ns("explain('file_read', 'config/.env')", env)),
+        ("explain file_write src/mod7/lib.rs (allow rule)", per_call_ns("explain('file_write', 'src/mod7/lib.rs')", env)),
+        ("explain network api.example.com:443 (default)", per_call_ns("explain('network', 'api.example.com:443')", env)),
     ]
     batch = [("file_write", f"src/mod{i % 50}/lib.rs") for i in range(1000)]
     env["batch"] = batch
@@ -74,6 +87,8 @@ def main() -> None:
     # cost; the budget applies to the plain-line cases.
     worst = max(ns for name, ns in rows[1:5])
     print(f"worst check: {worst:.0f} ns per call (budget 2000 ns): {'within' if worst <= 2000 else 'OVER'} budget")
+    worst = max(ns for name, ns in rows[6:9])
+    print(f"worst explain: {worst:.0f} ns per call (budget 2000 ns): {'within' if worst <= 2000 else 'OVER'} budget")
     gate_rows(baseline)
 
 
@@ -101,5 +116,50 @@ def gate_rows(baseline: float) -> None:
             print(f"{name:<50} {ns:>9.0f} {ns / baseline:>8.2f}")
 
 
+def cpu_cases() -> None:
+    """`--cpu`: the CPU time per call of each case (the least of 3 loops of 100,000), as JSON."""
+    p = policy_100_rules()
+    check, explain = p.check, p.explain
+    cases: dict[str, Callable[[], object]] = {
+        "python no-op function call": lambda: noop("file_read", "config/.env"),
+        "check file_read config/.env (deny rule)": lambda: check("file_read", "config/.env"),
+        "explain file_read config/.env (deny rule)": lambda: explain("file_read", "config/.env"),
+        "explain file_write src/mod7/lib.rs (allow rule)": lambda: explain("file_write", "src/mod7/lib.rs"),
+        "explain network api.example.com:443 (default)": lambda: explain("network", "api.example.com:443"),
+    }
+    out = {}
+    for name, call in cases.items():
+        loops = []
+        for _ in range(3):
+            start = time.process_time_ns()
+            for _ in range(100_000):
+                call()
+            loops.append((time.process_time_ns() - start) / 100_000)
+        out[name] = min(loops)
+    print(json.dumps(out))
+
+
+def ab(dirs: list[str], rounds: int = 8) -> None:
+    results: dict[str, dict[str, list[float]]] = {d: {} for d in dirs}
+    for _ in range(rounds):
+        for d in dirs:
+            env = {**os.environ, "PYTHONPATH": d}
+            r = subprocess.run([sys.executable, __file__, "--cpu"], env=env, capture_output=True,
+                               text=True, check=True)
+            for name, ns in json.loads(r.stdout).items():
+                results[d].setdefault(name, []).append(ns)
+    print(f"CPU ns per call, median (min-max) of {rounds} alternating processes per build")
+    print(f"{'case':<50}" + "".join(f"{os.path.basename(d.rstrip('/')):>22}" for d in dirs))
+    for name in results[dirs[0]]:
+        cells = [results[d][name] for d in dirs]
+        print(f"{name:<50}" + "".join(
+            f"{statistics.median(c):>9.0f} ({min(c):>4.0f}-{max(c):>4.0f})" for c in cells))
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--cpu"]:
+        cpu_cases()
+    elif sys.argv[1:2] == ["--ab"]:
+        ab(sys.argv[2:])
+    else:
+        main()

@@ -132,36 +132,15 @@ impl<T> IntoPy<T> for Result<T, TurnGateError> {
 
 // ---- JSON <-> Python ------------------------------------------------------------------------
 
-/// A JSON value as plain Python objects (dict, list, str, int, float, bool, None).
-pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match value {
-        Value::Null => py.None().into_bound(py),
-        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                i.into_pyobject(py)?.into_any()
-            } else if let Some(u) = n.as_u64() {
-                u.into_pyobject(py)?.into_any()
-            } else {
-                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
-            }
-        }
-        Value::String(s) => PyString::new(py, s).into_any(),
-        Value::Array(items) => {
-            let list = PyList::empty(py);
-            for item in items {
-                list.append(to_py(py, item)?)?;
-            }
-            list.into_any()
-        }
-        Value::Object(map) => {
-            let dict = PyDict::new(py);
-            for (k, v) in map {
-                dict.set_item(k, to_py(py, v)?)?;
-            }
-            dict.into_any()
-        }
-    })
+/// A JSON value, or any facade record, as plain Python objects (dict, list, str, int, float,
+/// bool, None): serde straight into Python objects (`pythonize`, ADR 0029), no
+/// `serde_json::Value` in between; keys in serialization order, the same fields as in every
+/// language (the `.pyi` types records as TypedDicts).
+pub(crate) fn to_py<'py, T: serde::Serialize + ?Sized>(
+    py: Python<'py>,
+    value: &T,
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(pythonize::pythonize(py, value)?)
 }
 
 /// Plain Python objects as a JSON value; `what` names the argument in errors.
@@ -238,17 +217,17 @@ fn effect_str(py: Python<'_>, effect: Effect) -> &Bound<'_, PyString> {
 
 // ---- Policy ---------------------------------------------------------------------------------
 
-/// A JSON value as an owned Python object.
-pub(crate) fn json_out(py: Python<'_>, v: Value) -> PyResult<Py<PyAny>> {
-    Ok(to_py(py, &v)?.unbind())
+/// A facade record (or JSON value) as an owned Python object.
+pub(crate) fn record<T: serde::Serialize + ?Sized>(
+    py: Python<'_>,
+    value: &T,
+) -> PyResult<Py<PyAny>> {
+    Ok(to_py(py, value)?.unbind())
 }
 
-/// A facade record as Python objects: its JSON form as dicts, lists and scalars, the same
-/// fields as in every language (the `.pyi` types them as TypedDicts).
-pub(crate) fn record<T: serde::Serialize>(py: Python<'_>, value: &T) -> PyResult<Py<PyAny>> {
-    let v = serde_json::to_value(value)
-        .map_err(|e| to_py_err(py, TurnGateError::invalid("result", e)))?;
-    Ok(to_py(py, &v)?.unbind())
+/// A JSON value as an owned Python object.
+pub(crate) fn json_out(py: Python<'_>, v: Value) -> PyResult<Py<PyAny>> {
+    record(py, &v)
 }
 
 /// A compiled policy. Immutable: `merge`, `contain` and the builders return new policies.
