@@ -12,7 +12,7 @@
  * TG_EFFECT_DENY for an effect); a NULL optional argument must not be refused as NULL. Nothing
  * may panic. It also checks that each tg_*_free accepts NULL, that a failed constructor leaves
  * its handle NULL (and that NULL handle is refused by name), and that the last error's
- * message, code and paths are reset by the next call.
+ * message, code and paths are reset by the next call and belong to the calling thread.
  *
  * Built with -fsanitize=address,undefined by scripts/test-c, so a double free, a use after
  * free or a leak across the boundary fails it too. Exits 0 when every check passes, 1
@@ -20,6 +20,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -264,9 +265,11 @@ static void attack_one(const Spec *s, int which, Break how) {
 
   TgStatus st = s->call(a);
   calls++;
-  const char *msg = tg_last_error_message();
+  const char *last = tg_last_error_message();
+  CHECK(last != NULL, "%s: tg_last_error_message() is NULL", s->fn);
+  const char *msg = last ? last : "(null)";
   const char *what = break_name[how];
-  const char *name = target ? target->name : "";
+  const char *name = target && target->name ? target->name : "";
   char quoted[96];
   snprintf(quoted, sizeof quoted, "`%s`", name);
 
@@ -834,6 +837,30 @@ static void test_last_error_resets(const Fixture *fx) {
   printf("  the last error resets; an unknown wait fails at once\n");
 }
 
+/* The last error is the calling thread's: a failure on another thread does not show here. */
+static void *fail_elsewhere(void *unused) {
+  (void)unused;
+  char *out = sentinel_text;
+  TgStatus st = tg_json_get("{", "a", &out);
+  int seen = st == TG_STATUS_INVALID && out == NULL && contains(tg_last_error_message(), "json");
+  return seen ? (void *)&sentinel_handle : NULL;
+}
+
+static void test_last_error_is_per_thread(void) {
+  size_t n = STALE_N;
+  ok(tg_json_array_len("[]", &n), "tg_json_array_len");
+  pthread_t thread;
+  void *seen = NULL;
+  if (pthread_create(&thread, NULL, fail_elsewhere, NULL) != 0 || pthread_join(thread, &seen) != 0) {
+    FAIL("no thread");
+    return;
+  }
+  CHECK(seen == &sentinel_handle, "the other thread did not see its own failure");
+  CHECK(strcmp(tg_last_error_message(), "") == 0,
+        "another thread's failure shows on this one: '%s'", tg_last_error_message());
+  printf("  the last error is per thread\n");
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s DIR\n", argv[0]);
@@ -845,6 +872,7 @@ int main(int argc, char **argv) {
     attack_all(&fx);
     test_free_and_failed_constructors();
     test_last_error_resets(&fx);
+    test_last_error_is_per_thread();
   }
   teardown(&fx);
   CHECK(decide_calls == 0, "the callback was called %d times", decide_calls);
