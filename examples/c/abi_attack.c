@@ -214,6 +214,7 @@ static const char MALFORMED_JSON[] = "{\"a\": [1, 2";
 typedef enum { B_NONE, B_NULL, B_UTF8, B_MALFORMED, B_UNKNOWN } Break;
 static const char *break_name[] = {"valid", "NULL", "invalid UTF-8", "malformed JSON",
                                    "an unknown field"};
+static int calls_by_break[5];
 
 /* Whether `msg` names the argument `name` as the subject of a JSON failure: as spelled, with
  * spaces for underscores (`change set`), or without a `_json` suffix (`history`). */
@@ -265,6 +266,7 @@ static void attack_one(const Spec *s, int which, Break how) {
 
   TgStatus st = s->call(a);
   calls++;
+  calls_by_break[how]++;
   const char *last = tg_last_error_message();
   CHECK(last != NULL, "%s: tg_last_error_message() is NULL", s->fn);
   const char *msg = last ? last : "(null)";
@@ -752,7 +754,10 @@ static void attack_all(const Fixture *fx) {
   };
   size_t n = sizeof specs / sizeof specs[0];
   for (size_t i = 0; i < n; i++) attack(&specs[i]);
-  printf("  %zu functions, %d calls\n", n, calls);
+  printf("  %zu functions, %d calls: %d valid, %d NULL, %d invalid UTF-8, %d malformed JSON, "
+         "%d unknown field\n",
+         n, calls, calls_by_break[B_NONE], calls_by_break[B_NULL], calls_by_break[B_UTF8],
+         calls_by_break[B_MALFORMED], calls_by_break[B_UNKNOWN]);
 }
 
 /* Each tg_*_free takes NULL; a failed constructor leaves NULL, which is then refused by name. */
