@@ -855,7 +855,7 @@ enum TgStatus tg_store_memory(struct TgStore **out_store);
  * Blocks until the stored approval `request_id` is resolved (through this store at once, by
  * another process within 100 ms) or `timeout_ms` passes (negative: no limit), and writes the
  * approval as JSON (`{"request", "action", "resolution"?}`: resolved, or still pending after
- * the timeout). An unknown id fails with `TG_STATUS_STORE`. Not from an approver callback.
+ * the timeout). An unknown id fails with `TG_STATUS_APPROVAL`. Not from an approver callback.
  * `*out_json` is owned by the caller.
  *
  * # Safety
@@ -958,7 +958,7 @@ enum TgStatus tg_store_resolve_json(const struct TgStore *store,
  * Every change set a reviewed spawn (`"review": true` in `tg_gate_spawn_json`) recorded
  * beside this store, oldest first: a JSON array of `ChangeSet` (`{"id", "turn_id",
  * "command", "status", "roots", "changes": [{"root", "path", "kind", "entry", "diff"?, ...}],
- * ...}`, `tg_schema_json("ChangeSet")`). `*out_json` is owned by the caller.
+ * ...}`, `schemas/ChangeSet.schema.json`). `*out_json` is owned by the caller.
  *
  * # Safety
  * `store` is a live store; `out_json` writable.

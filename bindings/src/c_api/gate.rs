@@ -84,7 +84,11 @@ pub unsafe extern "C" fn tg_gate_turn_id(
     out_text: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { string_result(out_text, || Ok(Some(handle_arg("gate", gate)?.turn_id()))) }
+    unsafe {
+        string_result("out_text", out_text, || {
+            Ok(Some(handle_arg("gate", gate)?.turn_id()))
+        })
+    }
 }
 
 /// The gate's `TurnExecutionSecuritySnapshot`, as JSON. `*out_json` is owned by the caller.
@@ -97,7 +101,11 @@ pub unsafe extern "C" fn tg_gate_snapshot_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { json_result(out_json, || Ok(handle_arg("gate", gate)?.snapshot()?)) }
+    unsafe {
+        json_result("out_json", out_json, || {
+            Ok(handle_arg("gate", gate)?.snapshot()?)
+        })
+    }
 }
 
 /// Evaluates one call with the checker of its kind, recording nothing and asking nobody.
@@ -114,7 +122,7 @@ pub unsafe extern "C" fn tg_gate_evaluate_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let g = handle_arg("gate", gate)?;
             Ok(g.evaluate(&invocation_arg("invocation", invocation, None)?)?)
         })
@@ -145,7 +153,7 @@ pub unsafe extern "C" fn tg_gate_authorize_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let g = handle_arg("gate", gate)?;
             let inv = invocation_arg("invocation", invocation, None)?;
             run("tg_gate_authorize_json", g.authorize(&inv))
@@ -174,7 +182,7 @@ pub unsafe extern "C" fn tg_gate_resume_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let g = handle_arg("gate", gate)?;
             let request_id = arg("request_id", request_id)?;
             let d = opt_arg("decision", decision)?
@@ -217,7 +225,7 @@ pub unsafe extern "C" fn tg_gate_spawn_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let g = handle_arg("gate", gate)?;
             let inv = invocation_arg("invocation", invocation, Some("shell_command"))?;
             run("tg_gate_spawn_json", g.spawn(&inv))
@@ -242,7 +250,7 @@ pub unsafe extern "C" fn tg_gate_resume_spawn_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let g = handle_arg("gate", gate)?;
             let request_id = arg("request_id", request_id)?;
             let d = parse_decision_json(arg("decision", decision)?)?;
@@ -266,7 +274,7 @@ pub unsafe extern "C" fn tg_gate_run_approved_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let g = handle_arg("gate", gate)?;
             let request_id = arg("request_id", request_id)?;
             run("tg_gate_run_approved_json", g.run_approved(request_id))
@@ -304,8 +312,11 @@ unsafe fn open(
     guard(|| {
         // SAFETY: forwarded from the caller.
         unsafe {
-            let fd_slot = out_ptr("out_fd", out_fd, -1)?;
-            let denial_slot = out_ptr("out_denial_json", out_denial_json, null_mut())?;
+            // Both outs are cleared before either is refused, so a NULL one leaves no stale
+            // value in the other.
+            let fd_slot = out_ptr("out_fd", out_fd, -1);
+            let denial_slot = out_ptr("out_denial_json", out_denial_json, null_mut());
+            let (fd_slot, denial_slot) = (fd_slot?, denial_slot?);
             let g = handle_arg("gate", gate)?;
             let kind = if write { "file_write" } else { "file_read" };
             let inv = invocation_arg("invocation", invocation, Some(kind))?;
@@ -379,7 +390,7 @@ pub unsafe extern "C" fn tg_gate_resolve_and_check_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let g = handle_arg("gate", gate)?;
             Ok(g.resolve_and_check(arg("url", url)?, opt_arg("tool", tool)?))
         })

@@ -363,17 +363,18 @@ fn c_string(what: &str, s: String) -> Result<*mut c_char, Failure> {
         .map_err(|e| Failure::new(TgStatus::Utf8, format!("{what} holds a NUL byte: {e}")))
 }
 
-/// Runs `f` and writes its string result (or NULL for none) to `out`.
+/// Runs `f` and writes its string result (or NULL for none) to `out` (named `name` in errors).
 ///
 /// # Safety
 /// `out` is NULL or valid for a write of a pointer.
 unsafe fn string_result(
+    name: &str,
     out: *mut *mut c_char,
     f: impl FnOnce() -> Result<Option<String>, Failure>,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        value_result("out", out, null_mut(), || {
+        value_result(name, out, null_mut(), || {
             f()?.map_or(Ok(null_mut()), |s| c_string("result", s))
         })
     }
@@ -409,17 +410,18 @@ unsafe fn free_handle<T>(ptr: *mut T) {
     }
 }
 
-/// Runs `f` and writes its result as JSON text to `out`: a JSON value as it is, a facade record
-/// in its serde form (the one shape every language sees).
+/// Runs `f` and writes its result as JSON text to `out` (named `name` in errors): a JSON value
+/// as it is, a facade record in its serde form (the one shape every language sees).
 ///
 /// # Safety
 /// `out` is NULL or valid for a write of a pointer.
 unsafe fn json_result<T: Serialize>(
+    name: &str,
     out: *mut *mut c_char,
     f: impl FnOnce() -> Result<T, Failure>,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { string_result(out, || Ok(Some(json_text(&f()?)?))) }
+    unsafe { string_result(name, out, || Ok(Some(json_text(&f()?)?))) }
 }
 
 /// `value` as JSON text.
@@ -513,7 +515,7 @@ pub unsafe extern "C" fn tg_json_array_get(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let mut items = array(json_arg("json", json)?)?;
             let len = items.len();
             (index < len)
@@ -539,7 +541,7 @@ pub unsafe extern "C" fn tg_json_get(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        string_result(out_json, || {
+        string_result("out_json", out_json, || {
             let key = arg("key", key)?;
             member(json_arg("json", json)?, key)?
                 .map(|v| json_text(&v))
@@ -562,7 +564,7 @@ pub unsafe extern "C" fn tg_json_get_string(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        string_result(out_text, || {
+        string_result("out_text", out_text, || {
             let key = arg("key", key)?;
             match member(json_arg("json", json)?, key)? {
                 None | Some(Value::Null) => Ok(None),

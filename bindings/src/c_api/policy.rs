@@ -178,7 +178,7 @@ pub unsafe extern "C" fn tg_policy_explain_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let p = handle_arg("policy", policy)?;
             let (kind, target, tool) = action_args(kind, target, tool)?;
             Ok(p.explain(kind, target, tool)?)
@@ -197,7 +197,7 @@ pub unsafe extern "C" fn tg_policy_to_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        string_result(out_json, || {
+        string_result("out_json", out_json, || {
             Ok(Some(handle_arg("policy", policy)?.to_json()))
         })
     }

@@ -75,7 +75,7 @@ pub unsafe extern "C" fn tg_store_memory(out_store: *mut *mut TgStore) -> TgStat
 /// Blocks until the stored approval `request_id` is resolved (through this store at once, by
 /// another process within 100 ms) or `timeout_ms` passes (negative: no limit), and writes the
 /// approval as JSON (`{"request", "action", "resolution"?}`: resolved, or still pending after
-/// the timeout). An unknown id fails with `TG_STATUS_STORE`. Not from an approver callback.
+/// the timeout). An unknown id fails with `TG_STATUS_APPROVAL`. Not from an approver callback.
 /// `*out_json` is owned by the caller.
 ///
 /// # Safety
@@ -89,7 +89,7 @@ pub unsafe extern "C" fn tg_store_wait_resolved_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let s = handle_arg("store", store)?;
             let id = arg("request_id", request_id)?;
             let timeout = u64::try_from(timeout_ms).ok();
@@ -120,7 +120,11 @@ pub unsafe extern "C" fn tg_store_path(
     out_path: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { string_result(out_path, || Ok(Some(handle_arg("store", store)?.path()))) }
+    unsafe {
+        string_result("out_path", out_path, || {
+            Ok(Some(handle_arg("store", store)?.path()))
+        })
+    }
 }
 
 /// Appends a `TurnPermissionAuditEvent` (JSON) and writes its assigned sequence number to
@@ -156,7 +160,7 @@ pub unsafe extern "C" fn tg_store_replay_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             Ok(handle_arg("store", store)?.replay(arg("turn_id", turn_id)?)?)
         })
     }
@@ -173,7 +177,11 @@ pub unsafe extern "C" fn tg_store_turns_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { json_result(out_json, || Ok(handle_arg("store", store)?.turns()?)) }
+    unsafe {
+        json_result("out_json", out_json, || {
+            Ok(handle_arg("store", store)?.turns()?)
+        })
+    }
 }
 
 /// Every stored approval without a resolution, oldest first: a JSON array of
@@ -189,7 +197,7 @@ pub unsafe extern "C" fn tg_store_pending_approvals_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             Ok(handle_arg("store", store)?.pending_approvals()?)
         })
     }
@@ -208,7 +216,7 @@ pub unsafe extern "C" fn tg_store_approval_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        string_result(out_json, || {
+        string_result("out_json", out_json, || {
             let approval = handle_arg("store", store)?.approval(arg("request_id", request_id)?)?;
             approval.map(|a| json_text(&a)).transpose()
         })
@@ -234,7 +242,7 @@ pub unsafe extern "C" fn tg_store_resolve_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let s = handle_arg("store", store)?;
             let (id, resolution) = (
                 arg("request_id", request_id)?,
@@ -254,7 +262,7 @@ pub unsafe extern "C" fn tg_store_resolve_json(
 /// Every change set a reviewed spawn (`"review": true` in `tg_gate_spawn_json`) recorded
 /// beside this store, oldest first: a JSON array of `ChangeSet` (`{"id", "turn_id",
 /// "command", "status", "roots", "changes": [{"root", "path", "kind", "entry", "diff"?, ...}],
-/// ...}`, `tg_schema_json("ChangeSet")`). `*out_json` is owned by the caller.
+/// ...}`, `schemas/ChangeSet.schema.json`). `*out_json` is owned by the caller.
 ///
 /// # Safety
 /// `store` is a live store; `out_json` writable.
@@ -264,7 +272,11 @@ pub unsafe extern "C" fn tg_store_change_sets_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { json_result(out_json, || Ok(handle_arg("store", store)?.change_sets()?)) }
+    unsafe {
+        json_result("out_json", out_json, || {
+            Ok(handle_arg("store", store)?.change_sets()?)
+        })
+    }
 }
 
 /// The change set `id` as `ChangeSet` JSON (a unified diff per text file). An id that is not a
@@ -281,7 +293,7 @@ pub unsafe extern "C" fn tg_store_change_set_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             Ok(handle_arg("store", store)?.change_set(arg("id", id)?)?)
         })
     }
@@ -306,7 +318,7 @@ pub unsafe extern "C" fn tg_store_apply_change_set_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let s = handle_arg("store", store)?;
             let options: ApplyOptionsRecord = match opt_json_arg("options", options)? {
                 None | Some(Value::Null) => ApplyOptionsRecord::default(),
@@ -334,7 +346,7 @@ pub unsafe extern "C" fn tg_store_discard_change_set_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let s = handle_arg("store", store)?;
             Ok(s.discard_change_set(arg("id", id)?, opt_arg("by", by)?)?)
         })
@@ -354,7 +366,7 @@ pub unsafe extern "C" fn tg_change_set_parse_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             Ok(changes::parse(json_arg("change_set", change_set)?)?)
         })
     }

@@ -21,7 +21,11 @@ pub unsafe extern "C" fn tg_policy_lint_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { json_result(out_json, || Ok(handle_arg("policy", policy)?.lint()?)) }
+    unsafe {
+        json_result("out_json", out_json, || {
+            Ok(handle_arg("policy", policy)?.lint()?)
+        })
+    }
 }
 
 /// The full verdict of an action in a turn, as JSON `{"effect", "rule", "layer", "reason",
@@ -43,7 +47,7 @@ pub unsafe extern "C" fn tg_policy_explain_in_turn_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let p = handle_arg("policy", policy)?;
             let (kind, target, tool) = action_args(kind, target, tool)?;
             let history = opt_json_arg("history_json", history_json)?.unwrap_or(json!([]));
@@ -69,7 +73,7 @@ pub unsafe extern "C" fn tg_policy_replay_events_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let p = handle_arg("policy", policy)?;
             let events = json_arg("events_json", events_json)?;
             let options = opt_json_arg("options_json", options_json)?.unwrap_or_default();
@@ -93,7 +97,7 @@ pub unsafe extern "C" fn tg_store_replay_policy_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result(out_json, || {
+        json_result("out_json", out_json, || {
             let (s, p) = (handle_arg("store", store)?, handle_arg("policy", policy)?);
             let options = opt_json_arg("options_json", options_json)?.unwrap_or_default();
             Ok(s.replay_policy(p, options)?)
