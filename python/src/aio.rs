@@ -3,7 +3,6 @@
 //! runtime (blocking variants). Cancelling the asyncio future aborts the Rust task.
 
 use std::future::Future;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use pyo3::exceptions::{PyRuntimeError, PyStopAsyncIteration};
@@ -14,8 +13,6 @@ use tokio::task::AbortHandle;
 use turngate_ffi::TurnGateError;
 
 use crate::to_py_err;
-
-static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
 
 /// Runtime threads inside Python right now ([`attach_from_runtime`]).
 static IN_PYTHON: AtomicUsize = AtomicUsize::new(0);
@@ -55,19 +52,10 @@ pub(crate) fn _shutdown(py: Python<'_>) {
     });
 }
 
-/// The extension's tokio runtime (two worker threads, started on first use).
-pub(crate) fn runtime() -> PyResult<&'static Runtime> {
-    RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("turngate-rt")
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| PyRuntimeError::new_err(format!("turngate: cannot start its runtime: {e}")))
+/// The facade's shared tokio runtime (`turngate_ffi::runtime`: two worker threads, started
+/// on first use); failing to start it is a `RunError`.
+fn runtime(py: Python<'_>) -> PyResult<&'static Runtime> {
+    turngate_ffi::runtime::runtime("turngate").map_err(|e| to_py_err(py, e))
 }
 
 /// What a finished Rust task hands back to Python: a value, a facade error, or "end of
@@ -166,7 +154,7 @@ where
     let py_fut = event_loop.call_method0(intern!(py, "create_future"))?;
     let (loop_ref, fut_ref) = (event_loop.unbind(), py_fut.clone().unbind());
     let complete = wrap_pyfunction!(_complete, py)?.unbind();
-    let task = runtime()?.spawn(async move {
+    let task = runtime(py)?.spawn(async move {
         let done = fut.await;
         // Not during interpreter shutdown (nobody awaits the result any more).
         attach_from_runtime(|py| {
@@ -209,7 +197,7 @@ where
             "{what}_blocking would stall the running event loop; use `await {what}(...)`"
         )));
     }
-    let rt = runtime()?;
+    let rt = runtime(py)?;
     let done = py.detach(|| rt.block_on(fut));
     finish(py, done, convert)
 }
