@@ -11,6 +11,7 @@ use std::ptr;
 use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{FromNapiValue, Function, JsValue, Promise, ToNapiValue, Unknown};
+use napi::sys::ThreadsafeFunctionReleaseMode as Mode;
 use napi::{Env, Status, sys};
 use napi_derive::napi;
 use serde_json::Value;
@@ -20,7 +21,7 @@ use turngate_ffi::approver::{ForeignApprover, ForeignDecisionFuture, decision_fr
 
 use crate::broker::Broker;
 use crate::error::OrThrow;
-use crate::settle::{Tsfn, failed, lock};
+use crate::settle::{Tsfn, failed, lock, threadsafe_function};
 
 /// The JavaScript approver: the wrapped function behind a weak threadsafe function of its own
 /// (it does not keep the process alive by itself). napi-rs's `ThreadsafeFunction` is not used:
@@ -48,32 +49,12 @@ impl JsApprover {
     /// On the JavaScript thread of `env`: a threadsafe function over `wrapped`.
     fn new(env: &Env, wrapped: &Function<'static, Value, Promise<Value>>) -> napi::Result<Self> {
         let raw_env = env.raw();
-        let mut name = ptr::null_mut();
-        let mut tsfn = ptr::null_mut();
+        let func = (wrapped.raw(), c"turngate approver", "the approver's");
         // SAFETY: `raw_env` is the live environment of this call, on its JavaScript thread;
-        // `wrapped` is a function value of it.
-        unsafe {
-            failed(
-                sys::napi_create_string_utf8(raw_env, c"turngate approver".as_ptr(), 17, &mut name),
-                "name the approver's resource",
-            )?;
-            failed(
-                sys::napi_create_threadsafe_function(
-                    raw_env,
-                    wrapped.raw(),
-                    ptr::null_mut(),
-                    name,
-                    0,
-                    1,
-                    ptr::null_mut(),
-                    None,
-                    ptr::null_mut(),
-                    Some(call_approver),
-                    &mut tsfn,
-                ),
-                "create the approver's threadsafe function",
-            )?;
-        }
+        // `wrapped` is a function value of it, and `call_approver` needs no context.
+        let tsfn = unsafe {
+            threadsafe_function(raw_env, func, ptr::null_mut(), None, Some(call_approver))
+        }?;
         let shared = Arc::new(Mutex::new(ApproverSlot {
             tsfn: Some(Tsfn(tsfn)),
         }));
@@ -103,12 +84,7 @@ impl Drop for JsApprover {
     fn drop(&mut self) {
         if let Some(tsfn) = lock(&self.shared).tsfn.take() {
             // SAFETY: still valid (the cleanup hook did not take it); released from any thread.
-            unsafe {
-                sys::napi_release_threadsafe_function(
-                    tsfn.0,
-                    sys::ThreadsafeFunctionReleaseMode::release,
-                );
-            }
+            unsafe { tsfn.release(Mode::release) };
         }
     }
 }
@@ -116,27 +92,11 @@ impl Drop for JsApprover {
 impl ForeignApprover for JsApprover {
     fn decide(&self, ask: Value) -> ForeignDecisionFuture {
         let (reply, answer) = oneshot::channel();
-        let queued = {
-            let slot = lock(&self.shared);
-            match &slot.tsfn {
-                Some(tsfn) => {
-                    let data = Box::into_raw(Box::new(ApproverCall { ask, reply }));
-                    // SAFETY: the function is valid while the lock is held (the cleanup hook
-                    // takes it under the same lock); a refused call leaves `data` with us.
-                    unsafe {
-                        let status = sys::napi_call_threadsafe_function(
-                            tsfn.0,
-                            data.cast(),
-                            sys::ThreadsafeFunctionCallMode::nonblocking,
-                        );
-                        if status != sys::Status::napi_ok {
-                            drop(Box::from_raw(data));
-                        }
-                        status == sys::Status::napi_ok
-                    }
-                }
-                None => false,
-            }
+        let queued = match &lock(&self.shared).tsfn {
+            // SAFETY: the function is valid while the lock is held (the cleanup hook takes it
+            // under the same lock).
+            Some(tsfn) => unsafe { tsfn.call(ApproverCall { ask, reply }) },
+            None => false,
         };
         Box::pin(async move {
             if !queued {
@@ -207,12 +167,7 @@ unsafe extern "C" fn approver_teardown(arg: *mut c_void) {
         let shared = unsafe { Arc::from_raw(arg.cast_const().cast::<Mutex<ApproverSlot>>()) };
         if let Some(tsfn) = lock(&shared).tsfn.take() {
             // SAFETY: still valid: its own teardown runs after this hook.
-            unsafe {
-                sys::napi_release_threadsafe_function(
-                    tsfn.0,
-                    sys::ThreadsafeFunctionReleaseMode::abort,
-                );
-            }
+            unsafe { tsfn.release(Mode::abort) };
         }
     }));
 }

@@ -10,7 +10,7 @@ use napi_derive::napi;
 use serde_json::Value;
 use turngate_ffi::{BrokerHandle, PendingHandle, SubscriptionHandle};
 
-use crate::convert::record;
+use crate::convert::{record, same};
 use crate::error::OrThrow;
 use crate::policy::{Action, Policy};
 use crate::settle::promise;
@@ -128,7 +128,7 @@ impl Subscription {
         env: &'env Env,
     ) -> napi::Result<PromiseRaw<'env, Option<Value>>> {
         let h = Arc::clone(&self.handle);
-        promise(env, async move { h.next().await }, |_, v| Ok(v))
+        promise(env, async move { h.next().await }, same)
     }
 
     /// The next notification if one is queued, without waiting.
@@ -163,6 +163,6 @@ impl PendingApproval {
     #[napi(ts_return_type = "Promise<ApprovalOutcome>")]
     pub fn wait<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Value>> {
         let h = Arc::clone(&self.handle);
-        promise(env, async move { h.wait().await }, |_, v| Ok(v))
+        promise(env, async move { h.wait().await }, same)
     }
 }

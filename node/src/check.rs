@@ -9,7 +9,7 @@ use napi_derive::napi;
 use serde_json::Value;
 use turngate_ffi::check::{self as fc, FilteredEnvRecord, SpawnPlanRequest};
 
-use crate::convert::{object_arg, options, record};
+use crate::convert::{object_arg, options, owned_record, record};
 use crate::error::OrThrow;
 use crate::policy::Policy;
 use crate::settle::blocking;
@@ -183,11 +183,8 @@ pub fn resolve_and_check_network<'env>(
     tool: Option<String>,
 ) -> napi::Result<PromiseRaw<'env, Value>> {
     let handle = std::sync::Arc::clone(&policy.handle);
-    blocking(
-        env,
-        move || fc::resolve_and_check_network(network, &handle, &target, tool.as_deref()),
-        |env, r| record(env, &r),
-    )
+    let work = move || fc::resolve_and_check_network(network, &handle, &target, tool.as_deref());
+    blocking(env, work, owned_record)
 }
 
 /// The spawn plan of a command line under a `TurnSandboxSnapshot`, a
@@ -275,29 +272,7 @@ pub fn evaluate(env: Env, snapshot: Value, invocation: Value) -> napi::Result<Va
     record(&env, &fc::evaluate(snapshot, &inv).or_throw(&env)?)
 }
 
-impl std::fmt::Debug for EnvVar {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EnvVar").finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for EnvBytes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EnvBytes").finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for FilteredEnv {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FilteredEnv").finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for SpawnPlan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SpawnPlan").finish_non_exhaustive()
-    }
-}
+opaque_debug!(EnvVar, EnvBytes, FilteredEnv, SpawnPlan);
 
 impl std::fmt::Debug for SpawnPlanOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -35,6 +35,25 @@ pub fn options<T: serde::de::DeserializeOwned>(
     turngate_ffi::wire::from_camel_value(what, value).or_throw(env)
 }
 
+/// An optional options record: `undefined` and `null` are its defaults.
+pub fn options_or_default<T: serde::de::DeserializeOwned + Default>(
+    env: &Env,
+    what: &str,
+    value: Option<Value>,
+) -> napi::Result<T> {
+    crate::snapshot::opt(value).map_or_else(|| Ok(T::default()), |v| options(env, what, v))
+}
+
+/// A Promise's converter for a result that is already a JavaScript value.
+pub fn same<V>(_: &Env, value: V) -> napi::Result<V> {
+    Ok(value)
+}
+
+/// A Promise's converter for a facade record ([`record`]).
+pub fn owned_record<T: serde::Serialize>(env: &Env, value: T) -> napi::Result<Value> {
+    record(env, &value)
+}
+
 /// An optional object argument of a `#[napi(object)]` type. napi-rs reads such an argument's
 /// properties from whatever value it is given (a number or a string has none, so every option
 /// would quietly be absent); anything but an object, `undefined` or `null` throws

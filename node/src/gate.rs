@@ -3,6 +3,7 @@
 //! there, never on the JavaScript thread). `close()` abandons the calls still waiting: their
 //! Promises reject with an `ApprovalError`. Every rule is the core gate's.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use napi::Env;
@@ -20,9 +21,10 @@ use turngate_ffi::{GateHandle, InvocationRecord, TurnGateError};
 
 use crate::approver::Approver;
 use crate::broker::Broker;
-use crate::convert::{options, record};
+use crate::convert::{options, owned_record, record, same};
 use crate::error::OrThrow;
-use crate::settle::promise;
+use crate::settle::{blocking, promise};
+use crate::snapshot::opt;
 use crate::store::Store;
 
 /// What `spawn`, `resumeSpawn` and `runApproved` did: the facade's `SpawnResult` record, flat
@@ -124,8 +126,8 @@ impl Gate {
     /// `fut`, unless the gate is closed first.
     pub(crate) fn guarded<T: Send + 'static>(
         &self,
-        fut: impl std::future::Future<Output = Result<T, TurnGateError>> + Send + 'static,
-    ) -> impl std::future::Future<Output = Result<T, TurnGateError>> + Send + 'static {
+        fut: impl Future<Output = Result<T, TurnGateError>> + Send + 'static,
+    ) -> impl Future<Output = Result<T, TurnGateError>> + Send + 'static {
         let mut closed = self.closed.subscribe();
         let started = *closed.borrow_and_update();
         async move {
@@ -136,6 +138,19 @@ impl Gate {
                 }),
             }
         }
+    }
+
+    /// `work` on the gate, unless it is closed first, behind a Promise of its converted result.
+    fn run<'env, T: Send + 'static, V: ToNapiValue, F>(
+        &self,
+        env: &'env Env,
+        work: impl FnOnce(Arc<GateHandle>) -> F,
+        convert: impl FnOnce(&Env, T) -> napi::Result<V> + 'static,
+    ) -> napi::Result<PromiseRaw<'env, V>>
+    where
+        F: Future<Output = Result<T, TurnGateError>> + Send + 'static,
+    {
+        promise(env, self.guarded(work(self.handle())), convert)
     }
 }
 
@@ -203,10 +218,9 @@ impl Gate {
         env: &'env Env,
         invocation: Value,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
-        let gate = Arc::clone(&self.gate);
         let inv: InvocationRecord = options(env, "invocation", invocation)?;
-        let fut = self.guarded(async move { gate.authorize(&inv).await });
-        promise(env, fut, |env, a| record(env, &a))
+        let work = |g: Arc<GateHandle>| async move { g.authorize(&inv).await };
+        self.run(env, work, owned_record)
     }
 
     /// Decide a deferred request (possibly persisted by another process): the stored action,
@@ -223,23 +237,13 @@ impl Gate {
         request_id: String,
         decision: Option<Value>,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
-        let decision = match decision {
-            None | Some(Value::Null) => None,
-            Some(d) => Some(decision_from_value("decision", d).or_throw(env)?),
-        };
-        let gate = Arc::clone(&self.gate);
-        let work = async move {
-            tokio::task::spawn_blocking(move || {
-                gate.resume_or_recorded(&request_id, decision.as_ref())
-            })
-            .await
-            .unwrap_or_else(|e| {
-                Err(TurnGateError::Store {
-                    message: format!("resume failed: {e}"),
-                })
-            })
-        };
-        promise(env, work, |env, a| record(env, &a))
+        let decision = opt(decision)
+            .map(|d| decision_from_value("decision", d))
+            .transpose()
+            .or_throw(env)?;
+        let gate = self.handle();
+        let work = move || gate.resume_or_recorded(&request_id, decision.as_ref());
+        blocking(env, work, owned_record)
     }
 
     /// Wait until the deferred request `requestId` is resolved, by anyone (a person through
@@ -257,12 +261,9 @@ impl Gate {
         request_id: String,
         timeout_ms: Option<u32>,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
-        let gate = Arc::clone(&self.gate);
-        let fut = self.guarded(async move {
-            gate.wait_resolved(&request_id, timeout_ms.map(u64::from))
-                .await
-        });
-        promise(env, fut, |_, v| Ok(v))
+        let timeout = timeout_ms.map(u64::from);
+        let work = |g: Arc<GateHandle>| async move { g.wait_resolved(&request_id, timeout).await };
+        self.run(env, work, same)
     }
 
     /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox. With
@@ -279,10 +280,9 @@ impl Gate {
         env: &'env Env,
         invocation: Value,
     ) -> napi::Result<PromiseRaw<'env, SpawnResult>> {
-        let gate = Arc::clone(&self.gate);
         let inv: InvocationRecord = options(env, "invocation", invocation)?;
-        let fut = self.guarded(async move { gate.spawn(&inv).await });
-        promise(env, fut, spawn_result)
+        let work = |g: Arc<GateHandle>| async move { g.spawn(&inv).await };
+        self.run(env, work, spawn_result)
     }
 
     /// Decide a deferred shell command and, when allowed, run exactly its stored action under
@@ -299,9 +299,8 @@ impl Gate {
         decision: Value,
     ) -> napi::Result<PromiseRaw<'env, SpawnResult>> {
         let decision = decision_from_value("decision", decision).or_throw(env)?;
-        let gate = Arc::clone(&self.gate);
-        let fut = self.guarded(async move { gate.resume_spawn(&request_id, &decision).await });
-        promise(env, fut, spawn_result)
+        let work = |g: Arc<GateHandle>| async move { g.resume_spawn(&request_id, &decision).await };
+        self.run(env, work, spawn_result)
     }
 
     /// Run the stored shell command of an already approved request (by id) under the snapshot
@@ -313,9 +312,8 @@ impl Gate {
         env: &'env Env,
         request_id: String,
     ) -> napi::Result<PromiseRaw<'env, SpawnResult>> {
-        let gate = Arc::clone(&self.gate);
-        let fut = self.guarded(async move { gate.run_approved(&request_id).await });
-        promise(env, fut, spawn_result)
+        let work = |g: Arc<GateHandle>| async move { g.run_approved(&request_id).await };
+        self.run(env, work, spawn_result)
     }
 
     /// Authorize a read of `invocation.target` and open it race-free beneath its root.
@@ -328,10 +326,9 @@ impl Gate {
         env: &'env Env,
         invocation: Value,
     ) -> napi::Result<PromiseRaw<'env, OpenResult>> {
-        let gate = Arc::clone(&self.gate);
         let inv: InvocationRecord = options(env, "invocation", invocation)?;
-        let fut = self.guarded(async move { gate.open_read(&inv).await });
-        promise(env, fut, open_result)
+        let work = |g: Arc<GateHandle>| async move { g.open_read(&inv).await };
+        self.run(env, work, open_result)
     }
 
     /// Authorize a write of `invocation.target` and open (create or truncate) it race-free.
@@ -344,10 +341,9 @@ impl Gate {
         env: &'env Env,
         invocation: Value,
     ) -> napi::Result<PromiseRaw<'env, OpenResult>> {
-        let gate = Arc::clone(&self.gate);
         let inv: InvocationRecord = options(env, "invocation", invocation)?;
-        let fut = self.guarded(async move { gate.open_write(&inv).await });
-        promise(env, fut, open_result)
+        let work = |g: Arc<GateHandle>| async move { g.open_write(&inv).await };
+        self.run(env, work, open_result)
     }
 
     /// Check a URL and resolve it (DNS, off the event loop): connect only to the vetted
@@ -359,12 +355,9 @@ impl Gate {
         url: String,
         tool: Option<String>,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
-        let gate = Arc::clone(&self.gate);
-        crate::settle::blocking(
-            env,
-            move || Ok(gate.resolve_and_check(&url, tool.as_deref())),
-            |env, r| record(env, &r),
-        )
+        let gate = self.handle();
+        let work = move || Ok(gate.resolve_and_check(&url, tool.as_deref()));
+        blocking(env, work, owned_record)
     }
 
     /// Grant `scopeHash` for the rest of the turn.
@@ -381,8 +374,4 @@ impl Gate {
     }
 }
 
-impl std::fmt::Debug for GateOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GateOptions").finish_non_exhaustive()
-    }
-}
+opaque_debug!(GateOptions);

@@ -47,8 +47,4 @@ pub fn hooks(env: &Env) -> Option<&'static Hooks> {
     env.get_instance_data::<Hooks>().ok().flatten().map(|h| &*h)
 }
 
-impl std::fmt::Debug for Hooks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hooks").finish_non_exhaustive()
-    }
-}
+opaque_debug!(Hooks);

@@ -6,6 +6,17 @@
 //! functions. It never decides anything itself.
 #![warn(missing_docs)]
 
+/// `Debug` by name only, for records that hold JavaScript values or handles.
+macro_rules! opaque_debug {
+    ($($t:ty),+) => {$(
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($t)).finish_non_exhaustive()
+            }
+        }
+    )+};
+}
+
 pub mod approver;
 pub mod broker;
 pub mod check;

@@ -7,7 +7,7 @@ use napi::Env;
 use napi::bindgen_prelude::{Either, Unknown};
 use napi_derive::napi;
 use serde_json::Value;
-use turngate_ffi::{ActionRecord, Effect, PolicyHandle, parse_kind};
+use turngate_ffi::{ActionRecord, Effect, PolicyHandle, TurnGateError, parse_kind};
 
 use crate::convert::js_record;
 use crate::error::OrThrow;
@@ -47,7 +47,7 @@ pub struct RuleOptions {
 fn bad_action(env: &Env, i: usize) -> napi::Error {
     crate::error::js_error(
         env,
-        turngate_ffi::TurnGateError::invalid(
+        TurnGateError::invalid(
             &format!("actions[{i}]"),
             "expected [kind, target], [kind, target, tool] or {kind, target, tool?}",
         ),
@@ -66,8 +66,9 @@ pub struct Policy {
     pub(crate) handle: Arc<PolicyHandle>,
 }
 
-fn wrap(handle: Arc<PolicyHandle>) -> Policy {
-    Policy { handle }
+/// The `Policy` of a facade result.
+fn wrap(env: &Env, handle: Result<Arc<PolicyHandle>, TurnGateError>) -> napi::Result<Policy> {
+    handle.map(|handle| Policy { handle }).or_throw(env)
 }
 
 #[napi]
@@ -76,39 +77,35 @@ impl Policy {
     /// denied.
     #[napi(constructor)]
     pub fn new(env: Env) -> napi::Result<Self> {
-        PolicyHandle::empty().map(wrap).or_throw(&env)
+        wrap(&env, PolicyHandle::empty())
     }
 
     /// Parse a policy from its JSON text. `origin` (a file name) is quoted in errors.
     #[napi(factory)]
     pub fn from_json(env: Env, text: String, origin: Option<String>) -> napi::Result<Self> {
-        PolicyHandle::from_json(&text, origin.as_deref())
-            .map(wrap)
-            .or_throw(&env)
+        wrap(&env, PolicyHandle::from_json(&text, origin.as_deref()))
     }
 
     /// Parse a policy from its TOML text. `origin` (a file name) is quoted in errors.
     #[napi(factory)]
     pub fn from_toml(env: Env, text: String, origin: Option<String>) -> napi::Result<Self> {
-        PolicyHandle::from_toml(&text, origin.as_deref())
-            .map(wrap)
-            .or_throw(&env)
+        wrap(&env, PolicyHandle::from_toml(&text, origin.as_deref()))
     }
 
     /// A policy from an object in the policy-file format.
     #[napi(factory, ts_args_type = "data: PolicyFile")]
     pub fn from_object(env: Env, data: Value) -> napi::Result<Self> {
         if !data.is_object() {
-            let e = turngate_ffi::TurnGateError::invalid("data", "expected a policy-file object");
+            let e = TurnGateError::invalid("data", "expected a policy-file object");
             return Err(crate::error::js_error(&env, e));
         }
-        PolicyHandle::from_json_value(data).map(wrap).or_throw(&env)
+        wrap(&env, PolicyHandle::from_json_value(data))
     }
 
     /// Read a `.json` or `.toml` policy file.
     #[napi(factory)]
     pub fn from_file(env: Env, path: String) -> napi::Result<Self> {
-        PolicyHandle::from_file(&path).map(wrap).or_throw(&env)
+        wrap(&env, PolicyHandle::from_file(&path))
     }
 
     /// The tiered policy: reads allowed, writes and execs ask (`rustc` and `testBinary`
@@ -116,34 +113,32 @@ impl Policy {
     #[napi(factory, strict)]
     pub fn tiered(env: Env, options: Option<TieredOptions>) -> napi::Result<Self> {
         let o = options.unwrap_or_default();
-        PolicyHandle::tiered(o.test_binary, o.provider_host)
-            .map(wrap)
-            .or_throw(&env)
+        wrap(&env, PolicyHandle::tiered(o.test_binary, o.provider_host))
     }
 
     /// Enforces nothing. Only for callers that pass no policy.
     #[napi(factory)]
     pub fn permissive(env: Env) -> napi::Result<Self> {
-        PolicyHandle::permissive().map(wrap).or_throw(&env)
+        wrap(&env, PolicyHandle::permissive())
     }
 
     /// The compiled policy of a permission mode: `full_access`, `auto_accept_edits` or
     /// `supervised`.
     #[napi(factory)]
     pub fn mode(env: Env, name: String) -> napi::Result<Self> {
-        PolicyHandle::from_mode(&name).map(wrap).or_throw(&env)
+        wrap(&env, PolicyHandle::from_mode(&name))
     }
 
     /// Compose a peer: layers concatenated, the stricter default per kind wins.
     #[napi]
     pub fn merge(&self, env: Env, other: &Policy) -> napi::Result<Policy> {
-        self.handle.merge(&other.handle).map(wrap).or_throw(&env)
+        wrap(&env, self.handle.merge(&other.handle))
     }
 
     /// Add `cap` as a cap: the result is at least as strict as both.
     #[napi]
     pub fn contain(&self, env: Env, cap: &Policy) -> napi::Result<Policy> {
-        self.handle.contain(&cap.handle).map(wrap).or_throw(&env)
+        wrap(&env, self.handle.contain(&cap.handle))
     }
 
     /// A new policy with a rule added to the current layer (or to a new layer `options.layer`).
@@ -160,37 +155,34 @@ impl Policy {
         options: Option<RuleOptions>,
     ) -> napi::Result<Policy> {
         let o = options.unwrap_or_default();
-        self.handle
-            .with_rule(
+        wrap(
+            &env,
+            self.handle.with_rule(
                 &kind,
                 &effect,
                 &pattern,
                 o.tool.as_deref(),
                 o.layer.as_deref(),
-            )
-            .map(wrap)
-            .or_throw(&env)
+            ),
+        )
     }
 
     /// A new policy with a new, empty layer `name` that later rules go to.
     #[napi]
     pub fn layer(&self, env: Env, name: String) -> napi::Result<Policy> {
-        self.handle.with_layer(&name).map(wrap).or_throw(&env)
+        wrap(&env, self.handle.with_layer(&name))
     }
 
     /// A new policy with `kind`'s default set to `effect`.
     #[napi(ts_args_type = "kind: ActionKind, effect: Effect")]
     pub fn with_default(&self, env: Env, kind: String, effect: String) -> napi::Result<Policy> {
-        self.handle
-            .with_default(&kind, &effect)
-            .map(wrap)
-            .or_throw(&env)
+        wrap(&env, self.handle.with_default(&kind, &effect))
     }
 
     /// A new policy with its name set (a cap that decides reports it as the layer).
     #[napi]
     pub fn named(&self, env: Env, name: String) -> napi::Result<Policy> {
-        self.handle.named(&name).map(wrap).or_throw(&env)
+        wrap(&env, self.handle.named(&name))
     }
 
     /// The effect of an action: `"allow"`, `"ask"` or `"deny"`. Exactly `explain(...).effect`.

@@ -107,11 +107,7 @@ impl Shapes {
     }
 }
 
-impl std::fmt::Debug for Shapes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shapes").finish_non_exhaustive()
-    }
-}
+opaque_debug!(Shapes);
 
 impl Drop for Shapes {
     fn drop(&mut self) {

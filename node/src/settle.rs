@@ -11,7 +11,7 @@
 //! registration, and the hook is registered after the threadsafe function (whose own hook
 //! frees it), so the hook always runs while the function is still valid.
 
-use std::ffi::c_void;
+use std::ffi::{CStr, c_void};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -19,6 +19,7 @@ use std::ptr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use napi::bindgen_prelude::{FromNapiValue, PromiseRaw, ToNapiValue};
+use napi::sys::ThreadsafeFunctionReleaseMode as Mode;
 use napi::{Env, JsError, Status, sys};
 use tokio::sync::oneshot;
 use turngate_ffi::TurnGateError;
@@ -32,6 +33,37 @@ pub(crate) struct Tsfn(pub(crate) sys::napi_threadsafe_function);
 // SAFETY: Node-API's threadsafe functions exist to be called and released from any thread; the
 // handle is only used under its owner's mutex, and never after a cleanup hook abandoned it.
 unsafe impl Send for Tsfn {}
+
+impl Tsfn {
+    /// Queue `data` to the JavaScript thread; false (and `data` dropped here) when Node refuses.
+    ///
+    /// # Safety
+    /// The function is still valid: not released, and not abandoned by a cleanup hook.
+    pub(crate) unsafe fn call<D>(&self, data: D) -> bool {
+        let data = Box::into_raw(Box::new(data));
+        // SAFETY: per this function's contract; a refused call leaves `data` with us.
+        unsafe {
+            let status = sys::napi_call_threadsafe_function(
+                self.0,
+                data.cast(),
+                sys::ThreadsafeFunctionCallMode::nonblocking,
+            );
+            if status != sys::Status::napi_ok {
+                drop(Box::from_raw(data));
+            }
+            status == sys::Status::napi_ok
+        }
+    }
+
+    /// Release the function (`Mode::abort`: abandon it, its queue dropped).
+    ///
+    /// # Safety
+    /// As [`Tsfn::call`].
+    pub(crate) unsafe fn release(self, mode: sys::napi_threadsafe_function_release_mode) {
+        // SAFETY: per this function's contract.
+        unsafe { sys::napi_release_threadsafe_function(self.0, mode) };
+    }
+}
 
 /// What the runtime thread and the environment's cleanup hook share for one Promise.
 struct Slot {
@@ -91,6 +123,42 @@ pub(crate) fn failed(status: sys::napi_status, what: &str) -> napi::Result<()> {
     }
 }
 
+/// A threadsafe function over `func` (null: `call_js` alone does the work), its resource named
+/// `name`, with an unlimited queue and one thread; `what` names it in errors.
+///
+/// # Safety
+/// On the JavaScript thread of the live `env`, `func` a function of it (or null), `context`
+/// what `finalize` and `call_js` expect.
+pub(crate) unsafe fn threadsafe_function(
+    env: sys::napi_env,
+    (func, name, what): (sys::napi_value, &CStr, &str),
+    context: *mut c_void,
+    finalize: sys::napi_finalize,
+    call_js: sys::napi_threadsafe_function_call_js,
+) -> napi::Result<sys::napi_threadsafe_function> {
+    let (mut js_name, mut tsfn) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: per this function's contract; -1 is `NAPI_AUTO_LENGTH` (up to the NUL).
+    unsafe {
+        let named = sys::napi_create_string_utf8(env, name.as_ptr(), -1, &mut js_name);
+        failed(named, &format!("name {what} resource"))?;
+        let created = sys::napi_create_threadsafe_function(
+            env,
+            func,
+            ptr::null_mut(),
+            js_name,
+            0,
+            1,
+            ptr::null_mut(),
+            finalize,
+            context,
+            call_js,
+            &mut tsfn,
+        );
+        failed(created, &format!("create {what} threadsafe function"))?;
+    }
+    Ok(tsfn)
+}
+
 /// Run `fut` on the addon's runtime and settle a Promise with its converted result (a facade
 /// error rejects it with the native error class). If the environment is torn down first, `fut`
 /// is dropped (a spawned command is killed, an approval wait is abandoned) and the Promise is
@@ -114,12 +182,6 @@ where
         unsafe { sys::napi_create_promise(raw_env, &mut deferred, &mut js_promise) },
         "create a Promise",
     )?;
-    let mut name = ptr::null_mut();
-    // SAFETY: as above; the name is a valid UTF-8 C string.
-    failed(
-        unsafe { sys::napi_create_string_utf8(raw_env, c"turngate".as_ptr(), 8, &mut name) },
-        "name the Promise's resource",
-    )?;
 
     let (cancel_tx, cancel_rx) = oneshot::channel::<()>();
     let shared: Shared = Arc::new(Mutex::new(Slot {
@@ -135,32 +197,28 @@ where
         hook_arg,
         _types: PhantomData,
     }));
-    let mut tsfn = ptr::null_mut();
     // SAFETY: as above. On success the threadsafe function owns `pending` (its finalizer frees
     // it); `call_js` and `finalize` are instantiated for the same `Pending` type.
     let created = unsafe {
-        sys::napi_create_threadsafe_function(
+        threadsafe_function(
             raw_env,
-            ptr::null_mut(),
-            ptr::null_mut(),
-            name,
-            0,
-            1,
-            ptr::null_mut(),
-            Some(finalize::<T, V, C>),
+            (ptr::null_mut(), c"turngate", "the Promise's"),
             pending.cast(),
+            Some(finalize::<T, V, C>),
             Some(call_js::<T, V, C>),
-            &mut tsfn,
         )
     };
-    if let Err(e) = failed(created, "create the Promise's threadsafe function") {
-        // SAFETY: the function was not created, so both allocations are still ours alone.
-        unsafe {
-            drop(Box::from_raw(pending));
-            drop(Arc::from_raw(hook_arg));
+    let tsfn = match created {
+        Ok(tsfn) => tsfn,
+        Err(e) => {
+            // SAFETY: the function was not created, so both allocations are still ours alone.
+            unsafe {
+                drop(Box::from_raw(pending));
+                drop(Arc::from_raw(hook_arg));
+            }
+            return Err(e);
         }
-        return Err(e);
-    }
+    };
     // SAFETY: as above; registered after the threadsafe function, so it runs before the
     // function's own teardown.
     let hooked = unsafe {
@@ -177,7 +235,7 @@ where
         // SAFETY: the function was never handed out; aborting it lets Node finalize it (and
         // free `pending`). The hook was not registered, so its reference is ours to drop.
         unsafe {
-            sys::napi_release_threadsafe_function(tsfn, sys::ThreadsafeFunctionReleaseMode::abort);
+            Tsfn(tsfn).release(Mode::abort);
             drop(Arc::from_raw(hook_arg));
         }
         return Err(e);
@@ -216,19 +274,11 @@ fn settle<T: Send + 'static>(shared: &Mutex<Slot>, result: Result<T, TurnGateErr
         return;
     };
     slot.cancel = None;
-    let data = Box::into_raw(Box::new(result));
     // SAFETY: the function is valid: the cleanup hook (which runs before Node frees it) has not
-    // taken it, and cannot while the lock is held. A refused call leaves `data` with us.
+    // taken it, and cannot while the lock is held.
     unsafe {
-        let status = sys::napi_call_threadsafe_function(
-            tsfn.0,
-            data.cast(),
-            sys::ThreadsafeFunctionCallMode::nonblocking,
-        );
-        if status != sys::Status::napi_ok {
-            drop(Box::from_raw(data));
-        }
-        sys::napi_release_threadsafe_function(tsfn.0, sys::ThreadsafeFunctionReleaseMode::release);
+        tsfn.call(result);
+        tsfn.release(Mode::release);
     }
 }
 
@@ -302,12 +352,7 @@ unsafe extern "C" fn teardown(arg: *mut c_void) {
         slot.hook_armed = false;
         if let Some(tsfn) = slot.tsfn.take() {
             // SAFETY: still valid: its own teardown runs after this hook.
-            unsafe {
-                sys::napi_release_threadsafe_function(
-                    tsfn.0,
-                    sys::ThreadsafeFunctionReleaseMode::abort,
-                );
-            }
+            unsafe { tsfn.release(Mode::abort) };
         }
         if let Some(cancel) = slot.cancel.take() {
             let _ = cancel.send(());

@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use napi::Env;
-use napi::bindgen_prelude::{Either, PromiseRaw, Unknown};
+use napi::bindgen_prelude::{Either, PromiseRaw, ToNapiValue, Unknown};
 use napi_derive::napi;
 use serde_json::Value;
-use turngate_ffi::StoreHandle;
+use turngate_ffi::{ApplyOptionsRecord, StoreHandle, TurnGateError};
 
-use crate::convert::{object_arg, options, record};
+use crate::convert::{object_arg, options_or_default, owned_record, same};
 use crate::error::OrThrow;
 use crate::settle::{blocking, promise};
 
@@ -27,6 +27,19 @@ pub struct StoreOptions {
 #[derive(Debug)]
 pub struct Store {
     pub(crate) handle: Arc<StoreHandle>,
+}
+
+impl Store {
+    /// `work` on the store on the blocking pool, behind a Promise of its converted result.
+    fn run<'env, T: Send + 'static, V: ToNapiValue>(
+        &self,
+        env: &'env Env,
+        work: impl FnOnce(&StoreHandle) -> Result<T, TurnGateError> + Send + 'static,
+        convert: impl FnOnce(&Env, T) -> napi::Result<V> + 'static,
+    ) -> napi::Result<PromiseRaw<'env, V>> {
+        let h = Arc::clone(&self.handle);
+        blocking(env, move || work(&h), convert)
+    }
 }
 
 #[napi]
@@ -77,7 +90,7 @@ impl Store {
             h.wait_resolved(&request_id, timeout_ms.map(u64::from))
                 .await
         };
-        promise(env, fut, |_, v| Ok(v))
+        promise(env, fut, same)
     }
 
     /// The store's file path.
@@ -93,8 +106,7 @@ impl Store {
         env: &'env Env,
         event: Value,
     ) -> napi::Result<PromiseRaw<'env, f64>> {
-        let h = Arc::clone(&self.handle);
-        blocking(env, move || h.append(event), |_, seq| Ok(seq as f64))
+        self.run(env, move |h| h.append(event), |_, seq| Ok(seq as f64))
     }
 
     /// `replay(turnId)`: the events of `turnId` in seq order (`TurnPermissionAuditEvent[]`).
@@ -111,13 +123,12 @@ impl Store {
         what: Either<String, &crate::policy::Policy>,
         options: Option<Value>,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
-        let h = Arc::clone(&self.handle);
         match what {
-            Either::A(turn_id) => blocking(env, move || h.replay(&turn_id), |_, v| Ok(v)),
+            Either::A(turn_id) => self.run(env, move |h| h.replay(&turn_id), same),
             Either::B(policy) => {
                 let policy = Arc::clone(&policy.handle);
                 let options = options.unwrap_or(Value::Null);
-                blocking(env, move || h.replay_policy(&policy, options), |_, v| Ok(v))
+                self.run(env, move |h| h.replay_policy(&policy, options), same)
             }
         }
     }
@@ -125,15 +136,13 @@ impl Store {
     /// Every turn id with events, oldest first.
     #[napi(ts_return_type = "Promise<string[]>")]
     pub fn turns<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Vec<String>>> {
-        let h = Arc::clone(&self.handle);
-        blocking(env, move || h.turns(), |_, v| Ok(v))
+        self.run(env, |h| h.turns(), same)
     }
 
     /// Every stored approval without a resolution (`{request, action}`), oldest first.
     #[napi(ts_return_type = "Promise<StoredApproval[]>")]
     pub fn pending_approvals<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Value>> {
-        let h = Arc::clone(&self.handle);
-        blocking(env, move || h.pending_approvals(), |_, v| Ok(v))
+        self.run(env, |h| h.pending_approvals(), same)
     }
 
     /// The stored approval `requestId` (`{request, action, resolution?}`), or null.
@@ -143,16 +152,14 @@ impl Store {
         env: &'env Env,
         request_id: String,
     ) -> napi::Result<PromiseRaw<'env, Option<Value>>> {
-        let h = Arc::clone(&self.handle);
-        blocking(env, move || h.approval(&request_id), |_, v| Ok(v))
+        self.run(env, move |h| h.approval(&request_id), same)
     }
 
     /// Every change set a reviewed spawn (`gate.spawn({..., review: true})`) recorded beside
     /// this store, oldest first (`ChangeSet[]`, in their schema's snake_case shape).
     #[napi(ts_return_type = "Promise<ChangeSet[]>")]
     pub fn change_sets<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Value>> {
-        let h = Arc::clone(&self.handle);
-        blocking(env, move || h.change_sets(), |_, v| Ok(v))
+        self.run(env, |h| h.change_sets(), same)
     }
 
     /// The change set `id` (a unified diff per text file). Rejects with `ChangesError`
@@ -163,8 +170,7 @@ impl Store {
         env: &'env Env,
         id: String,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
-        let h = Arc::clone(&self.handle);
-        blocking(env, move || h.change_set(&id), |_, v| Ok(v))
+        self.run(env, move |h| h.change_set(&id), same)
     }
 
     /// Apply change set `id` to the workspace, all or nothing; resolves to the applied
@@ -181,12 +187,8 @@ impl Store {
         id: String,
         options_value: Option<Value>,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
-        let opts: turngate_ffi::ApplyOptionsRecord = match options_value {
-            None | Some(Value::Null) => turngate_ffi::ApplyOptionsRecord::default(),
-            Some(v) => options(env, "options", v)?,
-        };
-        let h = Arc::clone(&self.handle);
-        blocking(env, move || h.apply_change_set(&id, &opts), |_, v| Ok(v))
+        let opts: ApplyOptionsRecord = options_or_default(env, "options", options_value)?;
+        self.run(env, move |h| h.apply_change_set(&id, &opts), same)
     }
 
     /// Discard change set `id` (its writes are dropped; the workspace was never touched);
@@ -201,16 +203,8 @@ impl Store {
         id: String,
         options_value: Option<Value>,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
-        let by = match options_value {
-            None | Some(Value::Null) => None,
-            Some(v) => options::<DiscardOptions>(env, "options", v)?.by,
-        };
-        let h = Arc::clone(&self.handle);
-        blocking(
-            env,
-            move || h.discard_change_set(&id, by.as_deref()),
-            |_, v| Ok(v),
-        )
+        let by = options_or_default::<DiscardOptions>(env, "options", options_value)?.by;
+        self.run(env, move |h| h.discard_change_set(&id, by.as_deref()), same)
     }
 
     /// Record `resolution` for a stored approval, first one wins. This records only; a gate's
@@ -226,17 +220,13 @@ impl Store {
         resolution: String,
         reason: String,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
-        let h = Arc::clone(&self.handle);
-        blocking(
-            env,
-            move || h.resolve(&request_id, &resolution, &reason),
-            |env, r| record(env, &r),
-        )
+        let work = move |h: &StoreHandle| h.resolve(&request_id, &resolution, &reason);
+        self.run(env, work, owned_record)
     }
 }
 
 /// The options of `Store.discardChangeSet` (unknown fields throw).
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DiscardOptions {
     #[serde(default)]

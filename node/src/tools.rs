@@ -14,10 +14,11 @@ use tokio::sync::{mpsc, watch};
 use turngate_ffi::TurnGateError;
 use turngate_ffi::tools::{OutputSink, ToolStep};
 
-use crate::convert::record;
+use crate::convert::{owned_record, record, same};
 use crate::error::OrThrow;
 use crate::gate::Gate;
-use crate::settle::{lock, promise};
+use crate::settle::{blocking, lock, promise};
+use crate::snapshot::opt;
 
 type Chunk = (&'static str, Vec<u8>);
 
@@ -49,11 +50,7 @@ pub struct ToolCall {
     cancel: watch::Sender<bool>,
 }
 
-impl std::fmt::Debug for ToolCall {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolCall").finish_non_exhaustive()
-    }
-}
+opaque_debug!(ToolCall);
 
 #[napi]
 impl ToolCall {
@@ -150,7 +147,7 @@ impl Gate {
                 },
             }
         });
-        promise(env, fut, |env, step: ToolStep| record(env, &step))
+        promise(env, fut, owned_record::<ToolStep>)
     }
 }
 
@@ -195,7 +192,7 @@ pub fn fetch_failed(env: Env, url: String, error: String) -> napi::Result<Value>
 /// The default durable store's path (the CLI's); creates its directory (off the event loop).
 #[napi(js_name = "_defaultStorePath", skip_typescript)]
 pub fn default_store_path(env: &Env) -> napi::Result<PromiseRaw<'_, String>> {
-    crate::settle::blocking(env, turngate_ffi::tools::default_store_path, |_, p| Ok(p))
+    blocking(env, turngate_ffi::tools::default_store_path, same)
 }
 
 /// The snapshot of a one-line turn (the platform probed off the event loop).
@@ -206,11 +203,6 @@ pub fn turn_snapshot(
     mode: String,
     policy: Option<Value>,
 ) -> napi::Result<PromiseRaw<'_, Value>> {
-    crate::settle::blocking(
-        env,
-        move || {
-            turngate_ffi::tools::turn_snapshot(&workspace, &mode, policy.filter(|p| !p.is_null()))
-        },
-        |_, v| Ok(v),
-    )
+    let work = move || turngate_ffi::tools::turn_snapshot(&workspace, &mode, opt(policy));
+    blocking(env, work, same)
 }
