@@ -49,7 +49,8 @@ impl JsApprover {
     /// On the JavaScript thread of `env`: a threadsafe function over `wrapped`.
     fn new(env: &Env, wrapped: &Function<'static, Value, Promise<Value>>) -> napi::Result<Self> {
         let raw_env = env.raw();
-        let func = (wrapped.raw(), c"turngate approver", "the approver's");
+        let what = "create the approver's threadsafe function";
+        let func = (wrapped.raw(), c"turngate approver", what);
         // SAFETY: `raw_env` is the live environment of this call, on its JavaScript thread;
         // `wrapped` is a function value of it, and `call_approver` needs no context.
         let tsfn = unsafe {

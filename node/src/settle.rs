@@ -124,7 +124,7 @@ pub(crate) fn failed(status: sys::napi_status, what: &str) -> napi::Result<()> {
 }
 
 /// A threadsafe function over `func` (null: `call_js` alone does the work), its resource named
-/// `name`, with an unlimited queue and one thread; `what` names it in errors.
+/// `name`, with an unlimited queue and one thread; `what` is what failed, in its error.
 ///
 /// # Safety
 /// On the JavaScript thread of the live `env`, `func` a function of it (or null), `context`
@@ -140,7 +140,7 @@ pub(crate) unsafe fn threadsafe_function(
     // SAFETY: per this function's contract; -1 is `NAPI_AUTO_LENGTH` (up to the NUL).
     unsafe {
         let named = sys::napi_create_string_utf8(env, name.as_ptr(), -1, &mut js_name);
-        failed(named, &format!("name {what} resource"))?;
+        failed(named, "name a threadsafe function's resource")?;
         let created = sys::napi_create_threadsafe_function(
             env,
             func,
@@ -154,7 +154,7 @@ pub(crate) unsafe fn threadsafe_function(
             call_js,
             &mut tsfn,
         );
-        failed(created, &format!("create {what} threadsafe function"))?;
+        failed(created, what)?;
     }
     Ok(tsfn)
 }
@@ -202,7 +202,11 @@ where
     let created = unsafe {
         threadsafe_function(
             raw_env,
-            (ptr::null_mut(), c"turngate", "the Promise's"),
+            (
+                ptr::null_mut(),
+                c"turngate",
+                "create the Promise's threadsafe function",
+            ),
             pending.cast(),
             Some(finalize::<T, V, C>),
             Some(call_js::<T, V, C>),
