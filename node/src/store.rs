@@ -85,11 +85,8 @@ impl Store {
         request_id: String,
         timeout_ms: Option<u32>,
     ) -> napi::Result<PromiseRaw<'env, Value>> {
-        let h = Arc::clone(&self.handle);
-        let fut = async move {
-            h.wait_resolved(&request_id, timeout_ms.map(u64::from))
-                .await
-        };
+        let (h, timeout) = (Arc::clone(&self.handle), timeout_ms.map(u64::from));
+        let fut = async move { h.wait_resolved(&request_id, timeout).await };
         promise(env, fut, same)
     }
 
