@@ -145,3 +145,41 @@ fn replace_once(text: &str, from: &str, to: &str, path: &Path) -> Result<String,
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replace_once_replaces_exactly_one_and_refuses_otherwise() {
+        let p = Path::new("x.swift");
+        let one = format!("a\n{READ_INT_GENERATED}b\n");
+        let out = replace_once(&one, READ_INT_GENERATED, READ_INT_FAST, p).expect("one match");
+        assert_eq!(out, format!("a\n{READ_INT_FAST}b\n"));
+        assert!(!out.contains("copyBytes(to:"));
+        let none = "fileprivate func readInt<T>() {}\n";
+        let err = replace_once(none, READ_INT_GENERATED, READ_INT_FAST, p).expect_err("no match");
+        assert!(err.contains("0 exact matches"), "{err}");
+        let two = format!("{READ_BYTES_GENERATED}{READ_BYTES_GENERATED}");
+        let err = replace_once(&two, READ_BYTES_GENERATED, READ_BYTES_FAST, p).expect_err("two");
+        assert!(err.contains("2 exact matches"), "{err}");
+    }
+
+    #[test]
+    fn a_directory_without_the_readers_fails_closed() {
+        let dir = std::env::temp_dir().join(format!("tg-bindgen-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        std::fs::write(dir.join("other.swift"), "let x = 1\n").expect("write");
+        let err = patch_readers(&dir).expect_err("nothing to patch");
+        assert!(err.contains("defines the readers"), "{err}");
+        std::fs::write(
+            dir.join("gen.swift"),
+            format!("{READ_INT_GENERATED}\n{READ_BYTES_GENERATED}"),
+        )
+        .expect("write");
+        patch_readers(&dir).expect("patched");
+        let text = std::fs::read_to_string(dir.join("gen.swift")).expect("read");
+        assert_eq!(text, format!("{READ_INT_FAST}\n{READ_BYTES_FAST}"));
+        std::fs::remove_dir_all(&dir).expect("cleanup");
+    }
+}
