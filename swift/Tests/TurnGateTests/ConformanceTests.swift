@@ -148,6 +148,32 @@ final class ConformanceTests: XCTestCase {
         XCTAssertEqual(asked.rule?.tool, "t*")
     }
 
+    // The record reader (swift/uniffi-bindgen replaces the generated readInt/readBytes): long
+    // and multi-byte strings, an absent option, and a long sequence lift field for field.
+    func testRecordsLiftLongMultiByteFieldsAndLongSequences() throws {
+        let layer = "équipe-sécurité-très-longue-文件层"
+        let pattern = "dossier/ünïcødé-文件/**/*.geheim"
+        let json = #"{"layers": [{"name": "\#(layer)", "rules": [{"kind": "file_read", "effect": "deny", "pattern": "\#(pattern)"}]}]}"#
+        let p = try Policy.fromJson(text: json, origin: nil)
+        let denied = try p.explain("file_read", "dossier/ünïcødé-文件/a/b.geheim")
+        XCTAssertEqual(denied.effect, .deny)
+        XCTAssertEqual(denied.layer, layer)
+        XCTAssertEqual(denied.reason, "deny_rule")
+        XCTAssertEqual(denied.rule, Rule(kind: "file_read", effect: .deny, pattern: pattern, tool: nil))
+        let other = try p.explain("file_read", "elsewhere")
+        XCTAssertNil(other.rule)
+        XCTAssertEqual(other.layer, "defaults")
+        let batch = (0..<500).map { i in
+            Action(kind: "file_read", target: i % 3 == 0 ? "dossier/ünïcødé-文件/\(i).geheim" : "src/\(i).rs", tool: nil)
+        }
+        let effects = try p.checkBatch(actions: batch)
+        XCTAssertEqual(effects.count, 500)
+        for (i, effect) in effects.enumerated() {
+            XCTAssertEqual(effect, try p.check(batch[i].kind, batch[i].target), "action \(i)")
+        }
+        XCTAssertEqual(effects.filter { $0 == .deny }.count, 167)
+    }
+
     // ---- suite changes_serde (as core/tests/conformance_changes.rs) -------------------------
 
     func testChangesSerdeSuite() throws {
