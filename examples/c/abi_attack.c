@@ -28,48 +28,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "turngate.h"
+#include "test_support.h"
 
-static int failures = 0;
-static int checks = 0;
 static int calls = 0;
-
-#define FAIL(...)                                                                          \
-  do {                                                                                     \
-    fprintf(stderr, "FAIL: " __VA_ARGS__);                                                 \
-    fputc('\n', stderr);                                                                   \
-    failures++;                                                                            \
-  } while (0)
-
-#define CHECK(cond, ...)                                                                   \
-  do {                                                                                     \
-    checks++;                                                                              \
-    if (!(cond)) FAIL(__VA_ARGS__);                                                        \
-  } while (0)
-
-static int ok(TgStatus status, const char *what) {
-  if (status == TG_STATUS_OK) return 1;
-  FAIL("%s: status %d: %s", what, (int)status, tg_last_error_message());
-  return 0;
-}
-
-static char *fmt(const char *format, ...) {
-  va_list ap;
-  va_start(ap, format);
-  int n = vsnprintf(NULL, 0, format, ap);
-  va_end(ap);
-  if (n < 0) abort();
-  char *s = malloc((size_t)n + 1);
-  if (!s) abort();
-  va_start(ap, format);
-  vsnprintf(s, (size_t)n + 1, format, ap);
-  va_end(ap);
-  return s;
-}
-
-static int contains(const char *haystack, const char *needle) {
-  return haystack != NULL && strstr(haystack, needle) != NULL;
-}
 
 /* Member `key` of `json` as JSON text (tg_string_free), or NULL. */
 static char *jget(const char *json, const char *key) {

@@ -22,50 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "turngate.h"
-
-static int failures = 0;
-static int passed = 0;
-
-#define FAIL(...)                                                                          \
-  do {                                                                                     \
-    fprintf(stderr, "FAIL: " __VA_ARGS__);                                                 \
-    fputc('\n', stderr);                                                                   \
-    failures++;                                                                            \
-  } while (0)
-
-/* Counts a check that holds; reports one that does not. */
-#define CHECK(cond, ...)                                                                   \
-  do {                                                                                     \
-    if (cond)                                                                              \
-      passed++;                                                                            \
-    else                                                                                   \
-      FAIL(__VA_ARGS__);                                                                   \
-  } while (0)
-
-/* A call that must succeed; on failure it reports the status and message and returns 0. */
-static int ok(TgStatus status, const char *what) {
-  if (status == TG_STATUS_OK) return 1;
-  FAIL("%s: status %d: %s", what, (int)status, tg_last_error_message());
-  return 0;
-}
+#include "test_support.h"
 
 /* ---- small helpers -------------------------------------------------------------------------- */
-
-/* printf into a new malloc'd string. */
-static char *fmt(const char *format, ...) {
-  va_list ap;
-  va_start(ap, format);
-  int n = vsnprintf(NULL, 0, format, ap);
-  va_end(ap);
-  if (n < 0) abort();
-  char *s = malloc((size_t)n + 1);
-  if (!s) abort();
-  va_start(ap, format);
-  vsnprintf(s, (size_t)n + 1, format, ap);
-  va_end(ap);
-  return s;
-}
 
 /* `s` as a JSON string literal (quoted, escaped), malloc'd. */
 static char *json_str(const char *s) {
@@ -117,9 +76,6 @@ static int same(const char *a, const char *b) {
   return strcmp(a, b) == 0;
 }
 
-static int contains(const char *haystack, const char *needle) {
-  return haystack != NULL && strstr(haystack, needle) != NULL;
-}
 
 static const char *show(const char *s) { return s ? s : "(null)"; }
 
