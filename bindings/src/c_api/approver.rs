@@ -164,7 +164,7 @@ pub unsafe extern "C" fn tg_approver_builtin(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        handle_result("out_approver", out_approver, || {
+        handle_result(out_approver, || {
             Ok(ApproverHandle::builtin(arg("name", name)?)?)
         })
     }
@@ -189,7 +189,7 @@ pub unsafe extern "C" fn tg_approver_from_callback(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        handle_result("out_approver", out_approver, || {
+        handle_result(out_approver, || {
             let decide = decide.ok_or_else(|| null_argument("decide"))?;
             let callback = Callback {
                 decide,

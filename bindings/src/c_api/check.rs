@@ -98,7 +98,7 @@ pub unsafe extern "C" fn tg_check_file_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
+        json_result(out_json, || {
             Ok(facade::check_file(
                 json_arg("sandbox", sandbox)?,
                 handle_arg("policy", policy)?,
@@ -128,7 +128,7 @@ pub unsafe extern "C" fn tg_check_network_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
+        json_result(out_json, || {
             Ok(facade::check_network(
                 json_arg("network", network)?,
                 handle_arg("policy", policy)?,
@@ -156,7 +156,7 @@ pub unsafe extern "C" fn tg_resolve_and_check_network_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
+        json_result(out_json, || {
             Ok(facade::resolve_and_check_network(
                 json_arg("network", network)?,
                 handle_arg("policy", policy)?,
@@ -188,7 +188,7 @@ pub unsafe extern "C" fn tg_plan_spawn_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
+        json_result(out_json, || {
             let r: SpawnPlanJson = record_arg("request", "", request)?;
             let request = SpawnPlanRequest {
                 command_line: r.command_line,
@@ -224,7 +224,7 @@ pub unsafe extern "C" fn tg_filter_env_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
+        json_result(out_json, || {
             let vars = record_arg("env", "expected [[name, value], ...] strings: ", env)?;
             let roots: Vec<String> = if untrusted_path_roots.is_null() {
                 Vec::new()
@@ -254,7 +254,7 @@ pub unsafe extern "C" fn tg_parse_command_line_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
+        json_result(out_json, || {
             Ok(facade::parse_command_line(arg("line", line)?))
         })
     }
@@ -275,7 +275,7 @@ pub unsafe extern "C" fn tg_evaluate_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
+        json_result(out_json, || {
             let inv = invocation_arg("invocation", invocation, None)?;
             Ok(facade::evaluate(json_arg("snapshot", snapshot)?, &inv)?)
         })

@@ -13,8 +13,8 @@ use super::approver::{TgApprover, parse_decision_json};
 use super::check::invocation_arg;
 use super::store::TgStore;
 use super::{
-    Failure, TgStatus, arg, c_string, free_handle, guard, handle_arg, handle_result, json_arg,
-    json_result, json_text, opt_arg, out_ptr, string_result,
+    Failure, TgStatus, arg, c_string, free_handle, guard, handle_arg, handle_json, handle_result,
+    json_arg, json_text, opt_arg, out_ptr, string_result,
 };
 use crate::gate::OpenRecord;
 use crate::{GateHandle, TurnGateError};
@@ -52,7 +52,7 @@ pub unsafe extern "C" fn tg_gate_new(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        handle_result("out_gate", out_gate, || {
+        handle_result(out_gate, || {
             let (turn_id, snapshot) = (arg("turn_id", turn_id)?, json_arg("snapshot", snapshot)?);
             let (store, approver) = (
                 handle_arg("store", store)?,
@@ -101,11 +101,7 @@ pub unsafe extern "C" fn tg_gate_snapshot_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        json_result("out_json", out_json, || {
-            Ok(handle_arg("gate", gate)?.snapshot()?)
-        })
-    }
+    unsafe { handle_json(gate, out_json, |g| Ok(g.snapshot()?)) }
 }
 
 /// Evaluates one call with the checker of its kind, recording nothing and asking nobody.
@@ -122,8 +118,7 @@ pub unsafe extern "C" fn tg_gate_evaluate_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
-            let g = handle_arg("gate", gate)?;
+        handle_json(gate, out_json, |g| {
             Ok(g.evaluate(&invocation_arg("invocation", invocation, None)?)?)
         })
     }
@@ -153,8 +148,7 @@ pub unsafe extern "C" fn tg_gate_authorize_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
-            let g = handle_arg("gate", gate)?;
+        handle_json(gate, out_json, |g| {
             let inv = invocation_arg("invocation", invocation, None)?;
             run("tg_gate_authorize_json", g.authorize(&inv))
         })
@@ -182,8 +176,7 @@ pub unsafe extern "C" fn tg_gate_resume_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
-            let g = handle_arg("gate", gate)?;
+        handle_json(gate, out_json, |g| {
             let request_id = arg("request_id", request_id)?;
             let d = opt_arg("decision", decision)?
                 .map(parse_decision_json)
@@ -225,8 +218,7 @@ pub unsafe extern "C" fn tg_gate_spawn_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
-            let g = handle_arg("gate", gate)?;
+        handle_json(gate, out_json, |g| {
             let inv = invocation_arg("invocation", invocation, Some("shell_command"))?;
             run("tg_gate_spawn_json", g.spawn(&inv))
         })
@@ -250,8 +242,7 @@ pub unsafe extern "C" fn tg_gate_resume_spawn_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
-            let g = handle_arg("gate", gate)?;
+        handle_json(gate, out_json, |g| {
             let request_id = arg("request_id", request_id)?;
             let d = parse_decision_json(arg("decision", decision)?)?;
             run("tg_gate_resume_spawn_json", g.resume_spawn(request_id, &d))
@@ -274,8 +265,7 @@ pub unsafe extern "C" fn tg_gate_run_approved_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
-            let g = handle_arg("gate", gate)?;
+        handle_json(gate, out_json, |g| {
             let request_id = arg("request_id", request_id)?;
             run("tg_gate_run_approved_json", g.run_approved(request_id))
         })
@@ -390,8 +380,7 @@ pub unsafe extern "C" fn tg_gate_resolve_and_check_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
-            let g = handle_arg("gate", gate)?;
+        handle_json(gate, out_json, |g| {
             Ok(g.resolve_and_check(arg("url", url)?, opt_arg("tool", tool)?))
         })
     }

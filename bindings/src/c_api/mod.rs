@@ -204,10 +204,17 @@ fn guard(f: impl FnOnce() -> Result<(), Failure>) -> TgStatus {
     }
 }
 
-/// The handle types' plumbing: each wraps one facade handle, derefs to it, and is made from it
-/// (so [`handle_result`] boxes whatever the facade returns).
+/// A handle type's C names: `ARG`, its argument's when a call acts on one (`gate`), and `OUT`,
+/// the out pointer of the calls that make one (`out_gate`).
+trait CHandle {
+    const ARG: &'static str;
+    const OUT: &'static str;
+}
+
+/// The handle types' plumbing: each wraps one facade handle, derefs to it, is made from it (so
+/// [`handle_result`] boxes whatever the facade returns) and has its C names.
 macro_rules! c_handle {
-    ($($handle:ty => $inner:ty),* $(,)?) => {$(
+    ($($handle:ty => $inner:ty, $arg:literal),* $(,)?) => {$(
         impl std::ops::Deref for $handle {
             type Target = $inner;
             fn deref(&self) -> &$inner {
@@ -219,13 +226,17 @@ macro_rules! c_handle {
                 Self { handle }
             }
         }
+        impl CHandle for $handle {
+            const ARG: &'static str = $arg;
+            const OUT: &'static str = concat!("out_", $arg);
+        }
     )*};
 }
 c_handle!(
-    TgPolicy => Arc<PolicyHandle>,
-    store::TgStore => Arc<crate::StoreHandle>,
-    approver::TgApprover => crate::approver::ApproverHandle,
-    gate::TgGate => Arc<crate::GateHandle>,
+    TgPolicy => Arc<PolicyHandle>, "policy",
+    store::TgStore => Arc<crate::StoreHandle>, "store",
+    approver::TgApprover => crate::approver::ApproverHandle, "approver",
+    gate::TgGate => Arc<crate::GateHandle>, "gate",
 );
 
 /// A required string argument.
@@ -380,19 +391,18 @@ unsafe fn string_result(
     }
 }
 
-/// Runs `f` and writes the handle made from its result, boxed, to `out` (named `name` in
-/// errors).
+/// Runs `f` and writes the handle made from its result, boxed, to `out` (named `out_policy`,
+/// `out_store`, ... in errors, as [`CHandle::OUT`]).
 ///
 /// # Safety
 /// `out` is NULL or valid for a write of a pointer.
-unsafe fn handle_result<T: From<I>, I>(
-    name: &str,
+unsafe fn handle_result<T: From<I> + CHandle, I>(
     out: *mut *mut T,
     f: impl FnOnce() -> Result<I, Failure>,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        value_result(name, out, null_mut(), || {
+        value_result(T::OUT, out, null_mut(), || {
             Ok(Box::into_raw(Box::new(f()?.into())))
         })
     }
@@ -410,18 +420,32 @@ unsafe fn free_handle<T>(ptr: *mut T) {
     }
 }
 
-/// Runs `f` and writes its result as JSON text to `out` (named `name` in errors): a JSON value
-/// as it is, a facade record in its serde form (the one shape every language sees).
+/// Runs `f` and writes its result as JSON text to `out_json`: a JSON value as it is, a facade
+/// record in its serde form (the one shape every language sees).
 ///
 /// # Safety
-/// `out` is NULL or valid for a write of a pointer.
+/// `out_json` is NULL or valid for a write of a pointer.
 unsafe fn json_result<T: Serialize>(
-    name: &str,
-    out: *mut *mut c_char,
+    out_json: *mut *mut c_char,
     f: impl FnOnce() -> Result<T, Failure>,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { string_result(name, out, || Ok(Some(json_text(&f()?)?))) }
+    unsafe { string_result("out_json", out_json, || Ok(Some(json_text(&f()?)?))) }
+}
+
+/// [`json_result`] of a call on a handle: borrows `handle` (named [`CHandle::ARG`] in errors)
+/// before any other argument is read, then runs `f` on it.
+///
+/// # Safety
+/// `handle` is NULL or a live handle of type `H` from this library; `out_json` as for
+/// [`json_result`].
+unsafe fn handle_json<H: CHandle, T: Serialize>(
+    handle: *const H,
+    out_json: *mut *mut c_char,
+    f: impl FnOnce(&H) -> Result<T, Failure>,
+) -> TgStatus {
+    // SAFETY: forwarded from the caller.
+    unsafe { json_result(out_json, || f(handle_arg(H::ARG, handle)?)) }
 }
 
 /// `value` as JSON text.
@@ -515,7 +539,7 @@ pub unsafe extern "C" fn tg_json_array_get(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
+        json_result(out_json, || {
             let mut items = array(json_arg("json", json)?)?;
             let len = items.len();
             (index < len)

@@ -49,7 +49,7 @@ pub unsafe extern "C" fn tg_policy_from_mode(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        handle_result("out_policy", out_policy, || {
+        handle_result(out_policy, || {
             Ok(PolicyHandle::from_mode(arg("mode", mode)?)?)
         })
     }
@@ -69,7 +69,7 @@ pub unsafe extern "C" fn tg_policy_tiered(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        handle_result("out_policy", out_policy, || {
+        handle_result(out_policy, || {
             let test_binary = opt_arg("test_binary", test_binary)?.map(str::to_owned);
             let provider_host = opt_arg("provider_host", provider_host)?.map(str::to_owned);
             Ok(PolicyHandle::tiered(test_binary, provider_host)?)
@@ -84,7 +84,7 @@ pub unsafe extern "C" fn tg_policy_tiered(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tg_policy_permissive(out_policy: *mut *mut TgPolicy) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { handle_result("out_policy", out_policy, || Ok(PolicyHandle::permissive()?)) }
+    unsafe { handle_result(out_policy, || Ok(PolicyHandle::permissive()?)) }
 }
 
 /// `merge`: `other` composed as a peer over `policy` (the stricter default wins; an overlay can
@@ -101,7 +101,7 @@ pub unsafe extern "C" fn tg_policy_merge(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        handle_result("out_policy", out_policy, || {
+        handle_result(out_policy, || {
             Ok(handle_arg("policy", policy)?.merge(handle_arg("other", other)?)?)
         })
     }
@@ -120,7 +120,7 @@ pub unsafe extern "C" fn tg_policy_contain(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        handle_result("out_policy", out_policy, || {
+        handle_result(out_policy, || {
             Ok(handle_arg("policy", policy)?.contain(handle_arg("cap", cap)?)?)
         })
     }
@@ -178,8 +178,7 @@ pub unsafe extern "C" fn tg_policy_explain_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
-            let p = handle_arg("policy", policy)?;
+        handle_json(policy, out_json, |p| {
             let (kind, target, tool) = action_args(kind, target, tool)?;
             Ok(p.explain(kind, target, tool)?)
         })
@@ -215,7 +214,7 @@ unsafe fn policy_from_text(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        handle_result("out_policy", out_policy, || {
+        handle_result(out_policy, || {
             Ok(parse(arg("text", text)?, opt_arg("origin", origin)?)?)
         })
     }

@@ -48,7 +48,7 @@ pub unsafe extern "C" fn tg_snapshot_intersect_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
+        json_result(out_json, || {
             let s = snapshot::intersect(json_arg("snapshot", snapshot)?, json_arg("cap", cap)?)?;
             Ok(s)
         })
@@ -68,7 +68,7 @@ pub unsafe extern "C" fn tg_snapshot_cap_from_parent_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
+        json_result(out_json, || {
             let snapshot = json_arg("snapshot", snapshot)?;
             Ok(snapshot::cap_from_parent(snapshot, arg("origin", origin)?)?)
         })
@@ -109,7 +109,7 @@ pub unsafe extern "C" fn tg_map_cli_runtime_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
+        json_result(out_json, || {
             let m = snapshot::map_cli_runtime(arg("runtime", runtime)?, arg("mode", mode)?)?;
             Ok(m)
         })
@@ -124,7 +124,7 @@ pub unsafe extern "C" fn tg_map_cli_runtime_json(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tg_probe_platform_json(out_json: *mut *mut c_char) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { json_result("out_json", out_json, || Ok(snapshot::probe_platform()?)) }
+    unsafe { json_result(out_json, || Ok(snapshot::probe_platform()?)) }
 }
 
 // ---- reducers and scopes ---------------------------------------------------------------------
@@ -143,7 +143,7 @@ pub unsafe extern "C" fn tg_reduce_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
+        json_result(out_json, || {
             let s = reduce::reduce(opt_json_arg("state", state)?, json_arg("input", input)?)?;
             Ok(s)
         })
@@ -163,7 +163,7 @@ pub unsafe extern "C" fn tg_reduce_all_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
+        json_result(out_json, || {
             let state = opt_json_arg("state", state)?;
             Ok(reduce::reduce_all(state, json_arg("inputs", inputs)?)?)
         })
@@ -186,7 +186,7 @@ pub unsafe extern "C" fn tg_scope_from_action_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
+        json_result(out_json, || {
             let (kind, target, tool) = action_args(kind, target, tool)?;
             let s = reduce::scope_from_action(kind, target, tool, opt_arg("cwd", cwd)?)?;
             Ok(s)

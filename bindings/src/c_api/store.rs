@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::gate::run;
 use super::{
-    TgStatus, arg, free_handle, handle_arg, handle_result, json_arg, json_result, json_text,
-    opt_arg, opt_json_arg, string_result, value_result,
+    TgStatus, arg, free_handle, handle_arg, handle_json, handle_result, json_arg, json_result,
+    json_text, opt_arg, opt_json_arg, string_result, value_result,
 };
 use crate::{ApplyOptionsRecord, StoreHandle, changes};
 
@@ -32,11 +32,7 @@ pub unsafe extern "C" fn tg_store_open(
     out_store: *mut *mut TgStore,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        handle_result("out_store", out_store, || {
-            Ok(StoreHandle::open(arg("path", path)?)?)
-        })
-    }
+    unsafe { handle_result(out_store, || Ok(StoreHandle::open(arg("path", path)?)?)) }
 }
 
 /// `tg_store_open` with a durability level: `durability` is `"process"` (the default, also
@@ -54,7 +50,7 @@ pub unsafe extern "C" fn tg_store_open_durable(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        handle_result("out_store", out_store, || {
+        handle_result(out_store, || {
             let durability = opt_arg("durability", durability)?;
             Ok(StoreHandle::open_durable(arg("path", path)?, durability)?)
         })
@@ -69,7 +65,7 @@ pub unsafe extern "C" fn tg_store_open_durable(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tg_store_memory(out_store: *mut *mut TgStore) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { handle_result("out_store", out_store, || Ok(StoreHandle::memory()?)) }
+    unsafe { handle_result(out_store, || Ok(StoreHandle::memory()?)) }
 }
 
 /// Blocks until the stored approval `request_id` is resolved (through this store at once, by
@@ -89,8 +85,7 @@ pub unsafe extern "C" fn tg_store_wait_resolved_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
-            let s = handle_arg("store", store)?;
+        handle_json(store, out_json, |s| {
             let id = arg("request_id", request_id)?;
             let timeout = u64::try_from(timeout_ms).ok();
             run("tg_store_wait_resolved_json", s.wait_resolved(id, timeout))
@@ -159,11 +154,7 @@ pub unsafe extern "C" fn tg_store_replay_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        json_result("out_json", out_json, || {
-            Ok(handle_arg("store", store)?.replay(arg("turn_id", turn_id)?)?)
-        })
-    }
+    unsafe { handle_json(store, out_json, |s| Ok(s.replay(arg("turn_id", turn_id)?)?)) }
 }
 
 /// Every turn id with events, oldest first, as a JSON array of strings. `*out_json` is owned
@@ -177,11 +168,7 @@ pub unsafe extern "C" fn tg_store_turns_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        json_result("out_json", out_json, || {
-            Ok(handle_arg("store", store)?.turns()?)
-        })
-    }
+    unsafe { handle_json(store, out_json, |s| Ok(s.turns()?)) }
 }
 
 /// Every stored approval without a resolution, oldest first: a JSON array of
@@ -196,11 +183,7 @@ pub unsafe extern "C" fn tg_store_pending_approvals_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        json_result("out_json", out_json, || {
-            Ok(handle_arg("store", store)?.pending_approvals()?)
-        })
-    }
+    unsafe { handle_json(store, out_json, |s| Ok(s.pending_approvals()?)) }
 }
 
 /// The stored approval `request_id` as `{"request", "action", "resolution"?}`, or `*out_json`
@@ -242,8 +225,7 @@ pub unsafe extern "C" fn tg_store_resolve_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
-            let s = handle_arg("store", store)?;
+        handle_json(store, out_json, |s| {
             let (id, resolution) = (
                 arg("request_id", request_id)?,
                 arg("resolution", resolution)?,
@@ -272,11 +254,7 @@ pub unsafe extern "C" fn tg_store_change_sets_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        json_result("out_json", out_json, || {
-            Ok(handle_arg("store", store)?.change_sets()?)
-        })
-    }
+    unsafe { handle_json(store, out_json, |s| Ok(s.change_sets()?)) }
 }
 
 /// The change set `id` as `ChangeSet` JSON (a unified diff per text file). An id that is not a
@@ -292,11 +270,7 @@ pub unsafe extern "C" fn tg_store_change_set_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        json_result("out_json", out_json, || {
-            Ok(handle_arg("store", store)?.change_set(arg("id", id)?)?)
-        })
-    }
+    unsafe { handle_json(store, out_json, |s| Ok(s.change_set(arg("id", id)?)?)) }
 }
 
 /// Applies change set `id` to the workspace, all or nothing. `options` is NULL or JSON
@@ -318,8 +292,7 @@ pub unsafe extern "C" fn tg_store_apply_change_set_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
-            let s = handle_arg("store", store)?;
+        handle_json(store, out_json, |s| {
             let options: ApplyOptionsRecord = match opt_json_arg("options", options)? {
                 None | Some(Value::Null) => ApplyOptionsRecord::default(),
                 Some(v) => crate::convert::from_value("options", v)?,
@@ -346,8 +319,7 @@ pub unsafe extern "C" fn tg_store_discard_change_set_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
-            let s = handle_arg("store", store)?;
+        handle_json(store, out_json, |s| {
             Ok(s.discard_change_set(arg("id", id)?, opt_arg("by", by)?)?)
         })
     }
@@ -366,7 +338,7 @@ pub unsafe extern "C" fn tg_change_set_parse_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
+        json_result(out_json, || {
             Ok(changes::parse(json_arg("change_set", change_set)?)?)
         })
     }

@@ -7,7 +7,7 @@ use std::ffi::c_char;
 use serde_json::json;
 
 use super::store::TgStore;
-use super::{TgPolicy, TgStatus, action_args, handle_arg, json_arg, json_result, opt_json_arg};
+use super::{TgPolicy, TgStatus, action_args, handle_arg, handle_json, json_arg, opt_json_arg};
 
 /// The lint findings of `policy` (`turngate lint`): a JSON array of `{"code", "severity",
 /// "path", "layer", "rule", "by"?, "message"}`, in rule order. `*out_json` is owned by the
@@ -21,11 +21,7 @@ pub unsafe extern "C" fn tg_policy_lint_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        json_result("out_json", out_json, || {
-            Ok(handle_arg("policy", policy)?.lint()?)
-        })
-    }
+    unsafe { handle_json(policy, out_json, |p| Ok(p.lint()?)) }
 }
 
 /// The full verdict of an action in a turn, as JSON `{"effect", "rule", "layer", "reason",
@@ -47,8 +43,7 @@ pub unsafe extern "C" fn tg_policy_explain_in_turn_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
-            let p = handle_arg("policy", policy)?;
+        handle_json(policy, out_json, |p| {
             let (kind, target, tool) = action_args(kind, target, tool)?;
             let history = opt_json_arg("history_json", history_json)?.unwrap_or(json!([]));
             Ok(p.explain_in_turn(kind, target, tool, history)?)
@@ -73,8 +68,7 @@ pub unsafe extern "C" fn tg_policy_replay_events_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
-            let p = handle_arg("policy", policy)?;
+        handle_json(policy, out_json, |p| {
             let events = json_arg("events_json", events_json)?;
             let options = opt_json_arg("options_json", options_json)?.unwrap_or_default();
             Ok(p.replay_events(events, options)?)
@@ -97,8 +91,8 @@ pub unsafe extern "C" fn tg_store_replay_policy_json(
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
-        json_result("out_json", out_json, || {
-            let (s, p) = (handle_arg("store", store)?, handle_arg("policy", policy)?);
+        handle_json(store, out_json, |s| {
+            let p = handle_arg("policy", policy)?;
             let options = opt_json_arg("options_json", options_json)?.unwrap_or_default();
             Ok(s.replay_policy(p, options)?)
         })
