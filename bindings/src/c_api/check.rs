@@ -5,15 +5,15 @@
 
 use std::ffi::c_char;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{
     Failure, TgPolicy, TgStatus, arg, handle_arg, json_arg, json_result, opt_arg, record_arg,
 };
-use crate::InvocationRecord;
 use crate::check::{self as facade, FilteredEnvRecord, SpawnPlanRequest};
 use crate::convert::{from_value, to_value};
+use crate::{InvocationRecord, PolicyHandle, TurnGateError};
 
 /// The invocation argument `name`: the facade's `Invocation` record as JSON (`{"kind",
 /// "target", "tool"?, "item_id"?, "tool_id"?, "cwd"?}`; unknown fields refused). With
@@ -126,17 +126,9 @@ pub unsafe extern "C" fn tg_check_network_json(
     tool: *const c_char,
     out_json: *mut *mut c_char,
 ) -> TgStatus {
+    let check = facade::check_network;
     // SAFETY: forwarded from the caller.
-    unsafe {
-        json_result(out_json, || {
-            Ok(facade::check_network(
-                json_arg("network", network)?,
-                handle_arg("policy", policy)?,
-                arg("target", target)?,
-                opt_arg("tool", tool)?,
-            )?)
-        })
-    }
+    unsafe { network_json(network, policy, target, tool, out_json, check) }
 }
 
 /// `tg_check_network_json`, then resolves the host and vets every address (DNS rebinding to a
@@ -154,15 +146,30 @@ pub unsafe extern "C" fn tg_resolve_and_check_network_json(
     tool: *const c_char,
     out_json: *mut *mut c_char,
 ) -> TgStatus {
+    let check = facade::resolve_and_check_network;
+    // SAFETY: forwarded from the caller.
+    unsafe { network_json(network, policy, target, tool, out_json, check) }
+}
+
+/// The shared body of `tg_check_network_json` and `tg_resolve_and_check_network_json`: `check`
+/// over the arguments, read in their order.
+///
+/// # Safety
+/// As those functions.
+unsafe fn network_json<T: Serialize>(
+    network: *const c_char,
+    policy: *const TgPolicy,
+    target: *const c_char,
+    tool: *const c_char,
+    out_json: *mut *mut c_char,
+    check: fn(Value, &PolicyHandle, &str, Option<&str>) -> Result<T, TurnGateError>,
+) -> TgStatus {
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            Ok(facade::resolve_and_check_network(
-                json_arg("network", network)?,
-                handle_arg("policy", policy)?,
-                arg("target", target)?,
-                opt_arg("tool", tool)?,
-            )?)
+            let (network, policy) = (json_arg("network", network)?, handle_arg("policy", policy)?);
+            let (target, tool) = (arg("target", target)?, opt_arg("tool", tool)?);
+            Ok(check(network, policy, target, tool)?)
         })
     }
 }
