@@ -8,9 +8,7 @@ use std::ffi::c_char;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{
-    Failure, TgPolicy, TgStatus, arg, handle_arg, json_arg, json_result, opt_arg, record_arg,
-};
+use super::{Failure, TgPolicy, TgStatus, arg, handle, json_arg, json_result, opt_arg, record_arg};
 use crate::check::{self as facade, FilteredEnvRecord, SpawnPlanRequest};
 use crate::convert::{from_value, to_value};
 use crate::{InvocationRecord, PolicyHandle, TurnGateError};
@@ -101,7 +99,7 @@ pub unsafe extern "C" fn tg_check_file_json(
         json_result(out_json, || {
             Ok(facade::check_file(
                 json_arg("sandbox", sandbox)?,
-                handle_arg("policy", policy)?,
+                handle(policy)?,
                 arg("kind", kind)?,
                 arg("path", path)?,
                 opt_arg("tool", tool)?,
@@ -167,7 +165,7 @@ unsafe fn network_json<T: Serialize>(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let (network, policy) = (json_arg("network", network)?, handle_arg("policy", policy)?);
+            let (network, policy) = (json_arg("network", network)?, handle(policy)?);
             let (target, tool) = (arg("target", target)?, opt_arg("tool", tool)?);
             Ok(check(network, policy, target, tool)?)
         })
@@ -205,7 +203,7 @@ pub unsafe extern "C" fn tg_plan_spawn_json(
                 tool: r.tool,
             };
             let (sandbox, process) = (json_arg("sandbox", sandbox)?, json_arg("process", process)?);
-            let p = facade::plan_spawn(sandbox, process, handle_arg("policy", policy)?, request)?;
+            let p = facade::plan_spawn(sandbox, process, handle(policy)?, request)?;
             let mut v = to_value("plan", &p)?;
             v["env"] = env_json(&p.env)?;
             Ok(v)

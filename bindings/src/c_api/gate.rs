@@ -13,7 +13,7 @@ use super::approver::{TgApprover, parse_decision_json};
 use super::check::invocation_arg;
 use super::store::TgStore;
 use super::{
-    Failure, TgStatus, arg, c_string, free_handle, guard, handle_arg, handle_json, handle_result,
+    Failure, TgStatus, arg, c_string, free_handle, guard, handle, handle_json, handle_result,
     json_arg, json_text, opt_arg, out_ptr, string_result,
 };
 use crate::gate::OpenRecord;
@@ -54,10 +54,7 @@ pub unsafe extern "C" fn tg_gate_new(
     unsafe {
         handle_result(out_gate, || {
             let (turn_id, snapshot) = (arg("turn_id", turn_id)?, json_arg("snapshot", snapshot)?);
-            let (store, approver) = (
-                handle_arg("store", store)?,
-                handle_arg("approver", approver)?,
-            );
+            let (store, approver) = (handle(store)?, handle(approver)?);
             Ok(GateHandle::new(turn_id, snapshot, store, approver, None)?)
         })
     }
@@ -84,11 +81,7 @@ pub unsafe extern "C" fn tg_gate_turn_id(
     out_text: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        string_result("out_text", out_text, || {
-            Ok(Some(handle_arg("gate", gate)?.turn_id()))
-        })
-    }
+    unsafe { string_result("out_text", out_text, || Ok(Some(handle(gate)?.turn_id()))) }
 }
 
 /// The gate's `TurnExecutionSecuritySnapshot`, as JSON. `*out_json` is owned by the caller.
@@ -307,7 +300,7 @@ unsafe fn open(
             let fd_slot = out_ptr("out_fd", out_fd, -1);
             let denial_slot = out_ptr("out_denial_json", out_denial_json, null_mut());
             let (fd_slot, denial_slot) = (fd_slot?, denial_slot?);
-            let g = handle_arg("gate", gate)?;
+            let g = handle(gate)?;
             let kind = if write { "file_write" } else { "file_read" };
             let inv = invocation_arg("invocation", invocation, Some(kind))?;
             let opened = if write {
@@ -399,7 +392,7 @@ pub unsafe extern "C" fn tg_gate_grant_for_turn(
     // SAFETY: forwarded from the caller.
     unsafe {
         guard(|| {
-            let g = handle_arg("gate", gate)?;
+            let g = handle(gate)?;
             g.grant_for_turn(arg("scope_hash", scope_hash)?);
             Ok(())
         })

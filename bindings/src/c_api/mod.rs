@@ -337,6 +337,15 @@ unsafe fn handle_arg<'a, T>(name: &str, ptr: *const T) -> Result<&'a T, Failure>
     unsafe { ptr.as_ref() }.ok_or_else(|| null_argument(name))
 }
 
+/// A borrowed handle argument named as its type's [`CHandle::ARG`] (`gate`, `store`, ...).
+///
+/// # Safety
+/// As [`handle_arg`].
+unsafe fn handle<'a, H: CHandle>(ptr: *const H) -> Result<&'a H, Failure> {
+    // SAFETY: forwarded from the caller.
+    unsafe { handle_arg(H::ARG, ptr) }
+}
+
 /// Checks an out pointer and clears what it points to, so that a failure leaves no stale value.
 ///
 /// # Safety
@@ -433,19 +442,19 @@ unsafe fn json_result<T: Serialize>(
     unsafe { string_result("out_json", out_json, || Ok(Some(json_text(&f()?)?))) }
 }
 
-/// [`json_result`] of a call on a handle: borrows `handle` (named [`CHandle::ARG`] in errors)
-/// before any other argument is read, then runs `f` on it.
+/// [`json_result`] of a call on a handle: borrows the handle at `ptr` (as [`handle`]) before
+/// any other argument is read, then runs `f` on it.
 ///
 /// # Safety
-/// `handle` is NULL or a live handle of type `H` from this library; `out_json` as for
+/// `ptr` is NULL or a live handle of type `H` from this library; `out_json` as for
 /// [`json_result`].
 unsafe fn handle_json<H: CHandle, T: Serialize>(
-    handle: *const H,
+    ptr: *const H,
     out_json: *mut *mut c_char,
     f: impl FnOnce(&H) -> Result<T, Failure>,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe { json_result(out_json, || f(handle_arg(H::ARG, handle)?)) }
+    unsafe { json_result(out_json, || f(handle(ptr)?)) }
 }
 
 /// `value` as JSON text.

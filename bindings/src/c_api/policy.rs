@@ -102,7 +102,7 @@ pub unsafe extern "C" fn tg_policy_merge(
     // SAFETY: forwarded from the caller.
     unsafe {
         handle_result(out_policy, || {
-            Ok(handle_arg("policy", policy)?.merge(handle_arg("other", other)?)?)
+            Ok(handle(policy)?.merge(handle_arg("other", other)?)?)
         })
     }
 }
@@ -121,7 +121,7 @@ pub unsafe extern "C" fn tg_policy_contain(
     // SAFETY: forwarded from the caller.
     unsafe {
         handle_result(out_policy, || {
-            Ok(handle_arg("policy", policy)?.contain(handle_arg("cap", cap)?)?)
+            Ok(handle(policy)?.contain(handle_arg("cap", cap)?)?)
         })
     }
 }
@@ -155,7 +155,7 @@ pub unsafe extern "C" fn tg_policy_check(
     // SAFETY: forwarded from the caller.
     unsafe {
         value_result("out_effect", out_effect, TgEffect::Deny, || {
-            let p = handle_arg("policy", policy)?;
+            let p = handle(policy)?;
             let (kind, target, tool) = action_args(kind, target, tool)?;
             Ok(p.check(kind, target, tool)?.into())
         })
@@ -195,11 +195,7 @@ pub unsafe extern "C" fn tg_policy_to_json(
     out_json: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        string_result("out_json", out_json, || {
-            Ok(Some(handle_arg("policy", policy)?.to_json()))
-        })
-    }
+    unsafe { string_result("out_json", out_json, || Ok(Some(handle(policy)?.to_json()))) }
 }
 
 /// The shared body of `tg_policy_from_json` and `tg_policy_from_toml`: `parse` over the text.

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::gate::run;
 use super::{
-    TgStatus, arg, free_handle, handle_arg, handle_json, handle_result, json_arg, json_result,
+    TgStatus, arg, free_handle, handle, handle_json, handle_result, json_arg, json_result,
     json_text, opt_arg, opt_json_arg, string_result, value_result,
 };
 use crate::{ApplyOptionsRecord, StoreHandle, changes};
@@ -115,11 +115,7 @@ pub unsafe extern "C" fn tg_store_path(
     out_path: *mut *mut c_char,
 ) -> TgStatus {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        string_result("out_path", out_path, || {
-            Ok(Some(handle_arg("store", store)?.path()))
-        })
-    }
+    unsafe { string_result("out_path", out_path, || Ok(Some(handle(store)?.path()))) }
 }
 
 /// Appends a `TurnPermissionAuditEvent` (JSON) and writes its assigned sequence number to
@@ -136,7 +132,7 @@ pub unsafe extern "C" fn tg_store_append_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         value_result("out_seq", out_seq, 0, || {
-            Ok(handle_arg("store", store)?.append(json_arg("event", event)?)?)
+            Ok(handle(store)?.append(json_arg("event", event)?)?)
         })
     }
 }
@@ -200,7 +196,7 @@ pub unsafe extern "C" fn tg_store_approval_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         string_result("out_json", out_json, || {
-            let approval = handle_arg("store", store)?.approval(arg("request_id", request_id)?)?;
+            let approval = handle(store)?.approval(arg("request_id", request_id)?)?;
             approval.map(|a| json_text(&a)).transpose()
         })
     }

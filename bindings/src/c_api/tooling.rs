@@ -7,7 +7,7 @@ use std::ffi::c_char;
 use serde_json::json;
 
 use super::store::TgStore;
-use super::{TgPolicy, TgStatus, action_args, handle_arg, handle_json, json_arg, opt_json_arg};
+use super::{TgPolicy, TgStatus, action_args, handle, handle_json, json_arg, opt_json_arg};
 
 /// The lint findings of `policy` (`turngate lint`): a JSON array of `{"code", "severity",
 /// "path", "layer", "rule", "by"?, "message"}`, in rule order. `*out_json` is owned by the
@@ -92,7 +92,7 @@ pub unsafe extern "C" fn tg_store_replay_policy_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         handle_json(store, out_json, |s| {
-            let p = handle_arg("policy", policy)?;
+            let p = handle(policy)?;
             let options = opt_json_arg("options_json", options_json)?.unwrap_or_default();
             Ok(s.replay_policy(p, options)?)
         })
