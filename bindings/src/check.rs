@@ -98,10 +98,33 @@ pub struct DroppedVarRecord {
 /// The filtered environment: raw bytes in and out, so non-UTF-8 names survive the boundary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct FilteredEnvRecord {
-    /// The variables kept (PATH and PWD rebuilt), as `(name, value)` bytes.
+    /// The variables kept (PATH and PWD rebuilt), as `(name, value)` bytes. Their serde form is
+    /// `[{"name", "value"}]`, each as bytes (`serialize_bytes`: a Node `Buffer`, a JSON array of
+    /// numbers).
+    #[serde(serialize_with = "named_vars")]
+    #[schemars(with = "Vec<EnvVarForm<'static>>")]
     pub vars: Vec<(Vec<u8>, Vec<u8>)>,
     /// The variables dropped, with the reason.
     pub dropped: Vec<DroppedVarRecord>,
+}
+
+/// One kept variable's serde form (see [`FilteredEnvRecord::vars`]).
+#[derive(Serialize, JsonSchema)]
+struct EnvVarForm<'a> {
+    #[serde(serialize_with = "as_bytes")]
+    #[schemars(with = "Vec<u8>")]
+    name: &'a [u8],
+    #[serde(serialize_with = "as_bytes")]
+    #[schemars(with = "Vec<u8>")]
+    value: &'a [u8],
+}
+
+fn as_bytes<S: serde::Serializer>(bytes: &&[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_bytes(bytes)
+}
+
+fn named_vars<S: serde::Serializer>(vars: &[(Vec<u8>, Vec<u8>)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(vars.iter().map(|(name, value)| EnvVarForm { name, value }))
 }
 
 /// How a command line would be spawned: its verdict, argv, cwd, filtered environment, limits.
