@@ -534,3 +534,22 @@ fn compiled_snapshot(snapshot: Value) -> Result<std::sync::Arc<CompiledSnapshot>
     }
     Ok(compiled)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_variables_serialize_by_name_as_bytes() {
+        let vars = vec![(b"A\xff".to_vec(), b"\xfe".to_vec())];
+        let e = filter_env(vars, "all", "/w", &[]).unwrap();
+        assert_eq!(e.vars[0], (b"A\xff".to_vec(), b"\xfe".to_vec()));
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v["vars"][0],
+            serde_json::json!({"name": [65, 255], "value": [254]})
+        );
+        assert_eq!(v["vars"].as_array().map(Vec::len), Some(e.vars.len()));
+        assert_eq!(v["dropped"], serde_json::json!([]));
+    }
+}
