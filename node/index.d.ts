@@ -804,8 +804,8 @@ export declare function parseCommandLine(line: string): ParsedCommandLine
 
 /**
  * The spawn plan of a command line under a `TurnSandboxSnapshot`, a
- * `TurnProcessPolicySnapshot` and `policy`: the facade's record, its environment's names and
- * values as Buffers.
+ * `TurnProcessPolicySnapshot` and `policy` (nothing runs); the environment's names and values
+ * are Buffers.
  */
 export declare function planSpawn(sandbox: JsonObject, process: JsonObject, policy: Policy, commandLine: string, options?: SpawnPlanOptions): SpawnPlan
 

@@ -98,8 +98,8 @@ pub fn resolve_and_check_network<'env>(
 }
 
 /// The spawn plan of a command line under a `TurnSandboxSnapshot`, a
-/// `TurnProcessPolicySnapshot` and `policy`: the facade's record, its environment's names and
-/// values as Buffers.
+/// `TurnProcessPolicySnapshot` and `policy` (nothing runs); the environment's names and values
+/// are Buffers.
 #[napi(
     ts_args_type = "sandbox: JsonObject, process: JsonObject, policy: Policy, commandLine: string, options?: SpawnPlanOptions",
     ts_return_type = "SpawnPlan"
