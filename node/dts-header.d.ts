@@ -136,6 +136,37 @@ export interface NetworkCheck { verdict: Verdict; host: string | null; port: num
 export interface NetworkResolution { check: NetworkCheck; addrs: string[] }
 /** What the shell parser finds in a command line. */
 export interface ParsedCommandLine { programs: string[]; unresolved: string[]; plain: boolean }
+/** One simple command of a line and its verdict. */
+export interface CommandVerdict { program: string; args: string[]; verdict: Verdict }
+/** A variable the filter dropped: its name (invalid UTF-8 replaced) and why (`secret_name`, `credential_value`, `injection`, `invalid_encoding`, `not_inherited`, `rebuilt`). */
+export interface DroppedVar { name: string; reason: string }
+/** An environment variable as raw bytes. */
+export interface EnvBytes { name: Buffer; value: Buffer }
+/** A filtered environment: the variables kept (PATH and PWD rebuilt) and those dropped. */
+export interface FilteredEnv { vars: EnvBytes[]; dropped: DroppedVar[] }
+/** How a command line would be spawned. */
+export interface SpawnPlan {
+  /** The verdict of the whole line (the strictest of its commands, shell constructs and the process policy). */
+  verdict: Verdict
+  /** The argv that runs (the shell's `-c` unless the line is plain words). */
+  argv: string[]
+  /** The working directory. */
+  cwd: string
+  /** The filtered environment passed to the child. */
+  env: FilteredEnv
+  /** The timeout in milliseconds; absent when uncapped. */
+  timeoutMs?: number
+  /** Whether the child inherits stdin. */
+  inheritStdin: boolean
+  /** Whether the child gets a new session. */
+  newSession: boolean
+  /** Whether the snapshot requires a sandbox for it. */
+  sandboxRequired: boolean
+  /** Every simple command found, with its verdict. */
+  commands: CommandVerdict[]
+  /** Shell constructs that cannot be resolved statically. */
+  unresolved: string[]
+}
 /** An approver's answer: `approve` (or `allow`; optionally a `modified` action to run instead
  * and rules to `remember` for the run, both re-checked), `deny` with the `reason` the model
  * sees, or `defer` (persist the request and pause). */

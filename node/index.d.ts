@@ -136,6 +136,37 @@ export interface NetworkCheck { verdict: Verdict; host: string | null; port: num
 export interface NetworkResolution { check: NetworkCheck; addrs: string[] }
 /** What the shell parser finds in a command line. */
 export interface ParsedCommandLine { programs: string[]; unresolved: string[]; plain: boolean }
+/** One simple command of a line and its verdict. */
+export interface CommandVerdict { program: string; args: string[]; verdict: Verdict }
+/** A variable the filter dropped: its name (invalid UTF-8 replaced) and why (`secret_name`, `credential_value`, `injection`, `invalid_encoding`, `not_inherited`, `rebuilt`). */
+export interface DroppedVar { name: string; reason: string }
+/** An environment variable as raw bytes. */
+export interface EnvBytes { name: Buffer; value: Buffer }
+/** A filtered environment: the variables kept (PATH and PWD rebuilt) and those dropped. */
+export interface FilteredEnv { vars: EnvBytes[]; dropped: DroppedVar[] }
+/** How a command line would be spawned. */
+export interface SpawnPlan {
+  /** The verdict of the whole line (the strictest of its commands, shell constructs and the process policy). */
+  verdict: Verdict
+  /** The argv that runs (the shell's `-c` unless the line is plain words). */
+  argv: string[]
+  /** The working directory. */
+  cwd: string
+  /** The filtered environment passed to the child. */
+  env: FilteredEnv
+  /** The timeout in milliseconds; absent when uncapped. */
+  timeoutMs?: number
+  /** Whether the child inherits stdin. */
+  inheritStdin: boolean
+  /** Whether the child gets a new session. */
+  newSession: boolean
+  /** Whether the snapshot requires a sandbox for it. */
+  sandboxRequired: boolean
+  /** Every simple command found, with its verdict. */
+  commands: CommandVerdict[]
+  /** Shell constructs that cannot be resolved statically. */
+  unresolved: string[]
+}
 /** An approver's answer: `approve` (or `allow`; optionally a `modified` action to run instead
  * and rules to `remember` for the run, both re-checked), `deny` with the `reason` the model
  * sees, or `defer` (persist the request and pause). */
@@ -692,37 +723,11 @@ export declare function checkFile(sandbox: JsonObject, policy: Policy, kind: 'fi
  */
 export declare function checkNetwork(network: JsonObject, policy: Policy, target: string, tool?: string | null): NetworkCheck
 
-/** One command of a line and its verdict. */
-export interface CommandVerdict {
-  /** The program. */
-  program: string
-  /** Its arguments. */
-  args: Array<string>
-  /** Its verdict. */
-  verdict: Verdict
-}
-
-/** A variable the filter dropped, and why. */
-export interface DroppedVar {
-  /** The name (lossy text). */
-  name: string
-  /** The reason's wire name (`injection`, `secret`, ...). */
-  reason: string
-}
-
 /**
  * Throws `SnapshotError` (`snapshotCode` `provider_native_on_native_shell`) or
  * `SandboxUnavailableError` when a native shell may not run under `snapshot`.
  */
 export declare function ensureNativeShellAllowed(snapshot: TurnExecutionSecuritySnapshot): void
-
-/** An environment variable as raw bytes. */
-export interface EnvBytes {
-  /** The name. */
-  name: Buffer
-  /** The value. */
-  value: Buffer
-}
 
 /** An environment variable, as text or raw bytes. */
 export interface EnvVar {
@@ -737,14 +742,6 @@ export interface EnvVar {
  * exactly as the gate does, without recording or asking.
  */
 export declare function evaluate(snapshot: TurnExecutionSecuritySnapshot, invocation: Invocation): Evaluation
-
-/** A filtered environment. */
-export interface FilteredEnv {
-  /** The variables kept. */
-  vars: Array<EnvBytes>
-  /** The variables dropped. */
-  dropped: Array<DroppedVar>
-}
 
 /**
  * Filter an environment for a child in `cwd` under `mode` (`all`, `filtered`, `none`); the
@@ -807,7 +804,8 @@ export declare function parseCommandLine(line: string): ParsedCommandLine
 
 /**
  * The spawn plan of a command line under a `TurnSandboxSnapshot`, a
- * `TurnProcessPolicySnapshot` and `policy`.
+ * `TurnProcessPolicySnapshot` and `policy` (nothing runs); the environment's names and values
+ * are Buffers.
  */
 export declare function planSpawn(sandbox: JsonObject, process: JsonObject, policy: Policy, commandLine: string, options?: SpawnPlanOptions): SpawnPlan
 
@@ -858,30 +856,6 @@ export declare function scopeFromAction(kind: ActionKind, target: string, tool?:
 
 /** The `scope_hash` (lowercase hex SHA-256) of an approval scope. */
 export declare function scopeHash(scope: ApprovalScope): string
-
-/** How a command line would be spawned. */
-export interface SpawnPlan {
-  /** The verdict of the whole line (the strictest of its commands and constructs). */
-  verdict: Verdict
-  /** The argv that runs. */
-  argv: Array<string>
-  /** The working directory. */
-  cwd: string
-  /** The filtered environment. */
-  env: FilteredEnv
-  /** The timeout in milliseconds. */
-  timeoutMs?: number
-  /** Whether the child inherits stdin. */
-  inheritStdin: boolean
-  /** Whether the child gets a new session. */
-  newSession: boolean
-  /** Whether a sandbox is required. */
-  sandboxRequired: boolean
-  /** Each command and its verdict. */
-  commands: Array<CommandVerdict>
-  /** Shell constructs that cannot be resolved statically. */
-  unresolved: Array<string>
-}
 
 /** Options of `planSpawn`. */
 export interface SpawnPlanOptions {

@@ -98,10 +98,33 @@ pub struct DroppedVarRecord {
 /// The filtered environment: raw bytes in and out, so non-UTF-8 names survive the boundary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct FilteredEnvRecord {
-    /// The variables kept (PATH and PWD rebuilt), as `(name, value)` bytes.
+    /// The variables kept (PATH and PWD rebuilt), as `(name, value)` bytes. Their serde form is
+    /// `[{"name", "value"}]`, each as bytes (`serialize_bytes`: a Node `Buffer`, a JSON array of
+    /// numbers).
+    #[serde(serialize_with = "named_vars")]
+    #[schemars(with = "Vec<EnvVarForm<'static>>")]
     pub vars: Vec<(Vec<u8>, Vec<u8>)>,
     /// The variables dropped, with the reason.
     pub dropped: Vec<DroppedVarRecord>,
+}
+
+/// One kept variable's serde form (see [`FilteredEnvRecord::vars`]).
+#[derive(Serialize, JsonSchema)]
+struct EnvVarForm<'a> {
+    #[serde(serialize_with = "as_bytes")]
+    #[schemars(with = "Vec<u8>")]
+    name: &'a [u8],
+    #[serde(serialize_with = "as_bytes")]
+    #[schemars(with = "Vec<u8>")]
+    value: &'a [u8],
+}
+
+fn as_bytes<S: serde::Serializer>(bytes: &&[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_bytes(bytes)
+}
+
+fn named_vars<S: serde::Serializer>(vars: &[(Vec<u8>, Vec<u8>)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(vars.iter().map(|(name, value)| EnvVarForm { name, value }))
 }
 
 /// How a command line would be spawned: its verdict, argv, cwd, filtered environment, limits.
@@ -510,4 +533,23 @@ fn compiled_snapshot(snapshot: Value) -> Result<std::sync::Arc<CompiledSnapshot>
         *last = Some((snapshot, Arc::clone(&compiled)));
     }
     Ok(compiled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_variables_serialize_by_name_as_bytes() {
+        let vars = vec![(b"A\xff".to_vec(), b"\xfe".to_vec())];
+        let e = filter_env(vars, "all", "/w", &[]).unwrap();
+        assert_eq!(e.vars[0], (b"A\xff".to_vec(), b"\xfe".to_vec()));
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v["vars"][0],
+            serde_json::json!({"name": [65, 255], "value": [254]})
+        );
+        assert_eq!(v["vars"].as_array().map(Vec::len), Some(e.vars.len()));
+        assert_eq!(v["dropped"], serde_json::json!([]));
+    }
 }

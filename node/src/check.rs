@@ -4,12 +4,12 @@
 //! plain objects; nothing here decides anything.
 
 use napi::Env;
-use napi::bindgen_prelude::{Buffer, Either, PromiseRaw, Unknown};
+use napi::bindgen_prelude::{Buffer, Either, JsObjectValue, Object, PromiseRaw, Unknown};
 use napi_derive::napi;
 use serde_json::Value;
-use turngate_ffi::check::{self as fc, FilteredEnvRecord, SpawnPlanRequest};
+use turngate_ffi::check::{self as fc, SpawnPlanRequest};
 
-use crate::convert::{object_arg, options, owned_record, record};
+use crate::convert::{js_record, object_arg, options, owned_record, record};
 use crate::error::OrThrow;
 use crate::policy::Policy;
 use crate::settle::blocking;
@@ -23,102 +23,12 @@ pub struct EnvVar {
     pub value: Either<String, Buffer>,
 }
 
-/// An environment variable as raw bytes.
-#[napi(object)]
-pub struct EnvBytes {
-    /// The name.
-    pub name: Buffer,
-    /// The value.
-    pub value: Buffer,
-}
-
-/// A variable the filter dropped, and why.
-#[napi(object)]
-#[derive(Debug, Clone)]
-pub struct DroppedVar {
-    /// The name (lossy text).
-    pub name: String,
-    /// The reason's wire name (`injection`, `secret`, ...).
-    pub reason: String,
-}
-
-/// A filtered environment.
-#[napi(object)]
-pub struct FilteredEnv {
-    /// The variables kept.
-    pub vars: Vec<EnvBytes>,
-    /// The variables dropped.
-    pub dropped: Vec<DroppedVar>,
-}
-
-impl From<FilteredEnvRecord> for FilteredEnv {
-    fn from(r: FilteredEnvRecord) -> Self {
-        FilteredEnv {
-            vars: r
-                .vars
-                .into_iter()
-                .map(|(n, v)| EnvBytes {
-                    name: n.into(),
-                    value: v.into(),
-                })
-                .collect(),
-            dropped: r
-                .dropped
-                .into_iter()
-                .map(|d| DroppedVar {
-                    name: d.name,
-                    reason: d.reason,
-                })
-                .collect(),
-        }
-    }
-}
-
 fn env_bytes(vars: Vec<EnvVar>) -> Vec<(Vec<u8>, Vec<u8>)> {
     let b = |e: Either<String, Buffer>| match e {
         Either::A(s) => s.into_bytes(),
         Either::B(b) => b.to_vec(),
     };
     vars.into_iter().map(|v| (b(v.name), b(v.value))).collect()
-}
-
-/// One command of a line and its verdict.
-#[napi(object)]
-#[derive(Debug, Clone)]
-pub struct CommandVerdict {
-    /// The program.
-    pub program: String,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// Its verdict.
-    #[napi(ts_type = "Verdict")]
-    pub verdict: Value,
-}
-
-/// How a command line would be spawned.
-#[napi(object)]
-pub struct SpawnPlan {
-    /// The verdict of the whole line (the strictest of its commands and constructs).
-    #[napi(ts_type = "Verdict")]
-    pub verdict: Value,
-    /// The argv that runs.
-    pub argv: Vec<String>,
-    /// The working directory.
-    pub cwd: String,
-    /// The filtered environment.
-    pub env: FilteredEnv,
-    /// The timeout in milliseconds.
-    pub timeout_ms: Option<f64>,
-    /// Whether the child inherits stdin.
-    pub inherit_stdin: bool,
-    /// Whether the child gets a new session.
-    pub new_session: bool,
-    /// Whether a sandbox is required.
-    pub sandbox_required: bool,
-    /// Each command and its verdict.
-    pub commands: Vec<CommandVerdict>,
-    /// Shell constructs that cannot be resolved statically.
-    pub unresolved: Vec<String>,
 }
 
 /// Options of `planSpawn`.
@@ -188,19 +98,21 @@ pub fn resolve_and_check_network<'env>(
 }
 
 /// The spawn plan of a command line under a `TurnSandboxSnapshot`, a
-/// `TurnProcessPolicySnapshot` and `policy`.
+/// `TurnProcessPolicySnapshot` and `policy` (nothing runs); the environment's names and values
+/// are Buffers.
 #[napi(
-    ts_args_type = "sandbox: JsonObject, process: JsonObject, policy: Policy, commandLine: string, options?: SpawnPlanOptions"
+    ts_args_type = "sandbox: JsonObject, process: JsonObject, policy: Policy, commandLine: string, options?: SpawnPlanOptions",
+    ts_return_type = "SpawnPlan"
 )]
-pub fn plan_spawn(
-    env: Env,
+pub fn plan_spawn<'env>(
+    env: &'env Env,
     sandbox: Value,
     process: Value,
     policy: &Policy,
     command_line: String,
     options: Option<Unknown<'_>>,
-) -> napi::Result<SpawnPlan> {
-    let o: SpawnPlanOptions = object_arg(&env, "options", options)?.unwrap_or_default();
+) -> napi::Result<Unknown<'env>> {
+    let o: SpawnPlanOptions = object_arg(env, "options", options)?.unwrap_or_default();
     let request = SpawnPlanRequest {
         command_line,
         cwd: o.cwd,
@@ -208,51 +120,32 @@ pub fn plan_spawn(
         timeout_ms: o.timeout_ms.map(u64::from),
         tool: o.tool,
     };
-    let p = fc::plan_spawn(sandbox, process, &policy.handle, request).or_throw(&env)?;
-    Ok(SpawnPlan {
-        verdict: record(&env, &p.verdict)?,
-        argv: p.argv,
-        cwd: p.cwd,
-        env: p.env.into(),
-        timeout_ms: p.timeout_ms.map(|t| t as f64),
-        inherit_stdin: p.inherit_stdin,
-        new_session: p.new_session,
-        sandbox_required: p.sandbox_required,
-        commands: p
-            .commands
-            .into_iter()
-            .map(|c| {
-                Ok(CommandVerdict {
-                    verdict: record(&env, &c.verdict)?,
-                    program: c.program,
-                    args: c.args,
-                })
-            })
-            .collect::<napi::Result<_>>()?,
-        unresolved: p.unresolved,
-    })
+    let p = fc::plan_spawn(sandbox, process, &policy.handle, request).or_throw(env)?;
+    let plan = js_record(env, &p)?;
+    if p.timeout_ms.is_none() {
+        // An uncapped plan has no `timeoutMs` (`timeoutMs?: number`), as it always had in Node.
+        // SAFETY: `plan` is the object `js_record` just made in `env`'s current scope.
+        unsafe { plan.cast::<Object>() }?.delete_named_property("timeoutMs")?;
+    }
+    Ok(plan)
 }
 
 /// Filter an environment for a child in `cwd` under `mode` (`all`, `filtered`, `none`); the
 /// `untrustedPathRoots` (the writable roots) are removed from PATH.
 #[napi(
-    ts_args_type = "vars: EnvVar[], mode: 'all' | 'filtered' | 'none', cwd: string, untrustedPathRoots?: string[]"
+    ts_args_type = "vars: EnvVar[], mode: 'all' | 'filtered' | 'none', cwd: string, untrustedPathRoots?: string[]",
+    ts_return_type = "FilteredEnv"
 )]
-pub fn filter_env(
-    env: Env,
+pub fn filter_env<'env>(
+    env: &'env Env,
     vars: Vec<EnvVar>,
     mode: String,
     cwd: String,
     untrusted_path_roots: Option<Vec<String>>,
-) -> napi::Result<FilteredEnv> {
-    fc::filter_env(
-        env_bytes(vars),
-        &mode,
-        &cwd,
-        &untrusted_path_roots.unwrap_or_default(),
-    )
-    .map(FilteredEnv::from)
-    .or_throw(&env)
+) -> napi::Result<Unknown<'env>> {
+    let roots = untrusted_path_roots.unwrap_or_default();
+    let e = fc::filter_env(env_bytes(vars), &mode, &cwd, &roots).or_throw(env)?;
+    js_record(env, &e)
 }
 
 /// What the shell parser finds in a command line (the programs an exec rule judges).
@@ -272,7 +165,7 @@ pub fn evaluate(env: Env, snapshot: Value, invocation: Value) -> napi::Result<Va
     record(&env, &fc::evaluate(snapshot, &inv).or_throw(&env)?)
 }
 
-opaque_debug!(EnvVar, EnvBytes, FilteredEnv, SpawnPlan);
+opaque_debug!(EnvVar);
 
 impl std::fmt::Debug for SpawnPlanOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -1,8 +1,10 @@
-//! serde straight into JavaScript values, for the per-call paths (`explain`): a record's value
-//! is what `JSON.parse` makes of its JSON form (integers beyond 2^53 as BigInts, as napi makes
-//! them from a JSON number; bytes as arrays of numbers; a non-finite float as `null`), with no
-//! JSON in between. It renames nothing: field names come camelCased by
-//! `turngate_ffi::wire::Camel`.
+//! serde straight into JavaScript values, for the per-call paths (`explain`, `planSpawn`,
+//! `filterEnv`): a record's value is what `JSON.parse` makes of its JSON form (integers beyond
+//! 2^53 as BigInts, as napi makes them from a JSON number; a non-finite float as `null`), with
+//! no JSON in between, but for bytes a record serializes as bytes (`serialize_bytes`, an
+//! environment's raw names and values), which are a `Buffer`, Node's bytes (a `Vec<u8>` that
+//! serializes as a sequence stays an array of numbers). It renames nothing: field names come
+//! camelCased by `turngate_ffi::wire::Camel`.
 //!
 //! A struct is built by a small JavaScript function per shape (its field names, in order),
 //! `(a0, a1, …) => ({"effect": a0, "rule": a1, …})`, compiled once per environment
@@ -259,9 +261,11 @@ impl<'a> ser::Serializer for Ser<'a> {
         string(self.env, v)
     }
     fn serialize_bytes(self, v: &[u8]) -> Result<sys::napi_value> {
-        let mut seq = self.seq(v.len(), None)?;
-        v.iter().try_for_each(|b| seq.push(b))?;
-        seq.finish()
+        let mut data = ptr::null_mut();
+        // SAFETY: `v` is live for the call, and napi copies its `len` bytes.
+        out(|r| unsafe {
+            sys::napi_create_buffer_copy(self.env, v.len(), v.as_ptr().cast(), &mut data, r)
+        })
     }
     fn serialize_none(self) -> Result<sys::napi_value> {
         self.null()

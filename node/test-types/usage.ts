@@ -1,6 +1,6 @@
 // Type-checked by test/dts.test.mjs (tsc --strict): the checked-in index.d.ts describes the
 // package as a TypeScript user calls it. Never run.
-import { Policy, Gate, Store, Approver, Broker, PolicyError, TurnGateError, PermissionDeniedError, Turn, resolve, probePlatform, type Verdict, type Effect, type ToolOutcome } from '../index.js'
+import { Policy, Gate, Store, Approver, Broker, PolicyError, TurnGateError, PermissionDeniedError, Turn, resolve, probePlatform, planSpawn, filterEnv, type Verdict, type Effect, type ToolOutcome } from '../index.js'
 async function main() {
   const p = Policy.tiered({ providerHost: 'api.example.com' })
   const e: Effect = p.check('file_read', 'x')
@@ -56,6 +56,12 @@ async function main() {
   if (f.outcome === 'ran') f.status
   // @ts-expect-error: not a decision name
   await turn.readFile('a', { approval: { requestId: 'x', decision: 'maybe' } })
+  // The spawn plan and the filtered environment: names and values as Buffers, the timeout optional.
+  const plan = planSpawn({}, {}, p, 'ls', { env: [{ name: 'A', value: Buffer.from('b') }], timeoutMs: 5 })
+  const argv0: string = plan.argv[0]; const ms: number | undefined = plan.timeoutMs; const prog: string = plan.commands[0].program
+  const kept: Buffer = plan.env.vars[0].name; const why: string = filterEnv([{ name: 'A', value: 'b' }], 'filtered', '/w').dropped[0].reason
+  // @ts-expect-error: a variable's value is a Buffer
+  const text: string = plan.env.vars[0].value
   await turn[Symbol.asyncDispose]()
   return [e, v, a.outcome, n, m, w, s.outcome, r, body, code, status]
 }

@@ -3,7 +3,9 @@
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 
 import * as turngate from '../index.mjs'
 import cjs from '../index.js'
@@ -76,6 +78,50 @@ test('checkers: network, shell parse, env filter over bytes', () => {
   const kept = env.vars.map((v) => v.name.toString())
   assert.ok(kept.includes('HOME') && !kept.includes('LD_PRELOAD'), kept.join(','))
   assert.equal(env.dropped[0].name, 'LD_PRELOAD')
+})
+
+test('planSpawn and filterEnv: the records in field order, names and values as Buffers, an uncapped timeout absent', (t) => {
+  const policy = turngate.Policy.mode('auto_accept_edits')
+  const network = { mode: 'enabled', allowed_domains: [], denied_domains: [], allow_localhost: false, allow_unix_sockets: false, allowed_tcp_ports: [] }
+  const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'turngate-plan-')))
+  t.after(() => rmSync(cwd, { recursive: true, force: true }))
+  const sandbox = { mode: 'unrestricted', cwd, filesystem: { entries: [] }, tmp: 'host', network, backend_requirement: 'optional', backend_preference: 'none' }
+  const proc = { shell_enabled: true, inherit_stdin: false, inherit_session: false, env: 'filtered', denied_commands: [], allowed_command_families: [] }
+  const raw = Buffer.from([0x4e, 0xff])
+  const env = [{ name: 'LD_PRELOAD', value: '/x.so' }, { name: raw, value: Buffer.from([0xfe]) }]
+  const plan = turngate.planSpawn(sandbox, proc, policy, 'ls -l | wc', { env })
+  assert.deepEqual(Object.keys(plan), ['verdict', 'argv', 'cwd', 'env', 'inheritStdin', 'newSession', 'sandboxRequired', 'commands', 'unresolved'])
+  assert.equal('timeoutMs' in plan, false, 'no cap, no timeoutMs')
+  assert.deepEqual(Object.keys(plan.verdict), ['effect', 'rule', 'layer', 'reason'])
+  assert.deepEqual(plan.argv.slice(1), ['-c', 'ls -l | wc'], 'a pipeline runs under the shell')
+  assert.equal(plan.cwd, cwd)
+  assert.deepEqual([plan.inheritStdin, plan.newSession, plan.sandboxRequired], [false, true, false])
+  assert.deepEqual(plan.commands.map((c) => [Object.keys(c), c.program, c.args, Object.keys(c.verdict)]), [
+    [['program', 'args', 'verdict'], 'ls', ['-l'], ['effect', 'rule', 'layer', 'reason']],
+    [['program', 'args', 'verdict'], 'wc', [], ['effect', 'rule', 'layer', 'reason']],
+  ])
+  assert.deepEqual(plan.unresolved, [])
+  assert.deepEqual(Object.keys(plan.env), ['vars', 'dropped'])
+  for (const v of plan.env.vars) {
+    assert.deepEqual(Object.keys(v), ['name', 'value'])
+    assert.ok(Buffer.isBuffer(v.name) && Buffer.isBuffer(v.value), 'names and values are Buffers')
+  }
+  assert.deepEqual(plan.env.vars.map((v) => v.name.toString()), ['PATH', 'PWD'], 'rebuilt')
+  assert.equal(plan.env.vars[1].value.toString(), cwd)
+  assert.deepEqual(plan.env.dropped, [{ name: 'LD_PRELOAD', reason: 'injection' }, { name: 'N\ufffd', reason: 'invalid_encoding' }])
+  assert.deepEqual(Object.keys(plan.env.dropped[0]), ['name', 'reason'])
+  const capped = turngate.planSpawn(sandbox, { ...proc, max_duration_ms: 1000 }, policy, 'ls', { timeoutMs: 5000 })
+  assert.deepEqual(Object.keys(capped).slice(3, 6), ['env', 'timeoutMs', 'inheritStdin'])
+  assert.equal(capped.timeoutMs, 1000)
+  assert.deepEqual(capped.argv, ['ls'])
+  const filtered = turngate.filterEnv(env, 'filtered', cwd)
+  assert.deepEqual(Object.keys(filtered), ['vars', 'dropped'])
+  assert.deepEqual(filtered, plan.env, 'the plan carries the filtered environment')
+  const all = turngate.filterEnv(env, 'all', '/w')
+  const kept = all.vars.find((v) => v.name.equals(raw))
+  assert.ok(kept && Buffer.isBuffer(kept.name) && Buffer.isBuffer(kept.value), 'a non-UTF-8 name is kept as a Buffer')
+  assert.ok(kept.value.equals(Buffer.from([0xfe])), 'and its non-UTF-8 value')
+  assert.deepEqual(turngate.filterEnv([], 'none', '/w').dropped, [])
 })
 
 test('the CommonJS and ESM entry points are the same module', () => {
