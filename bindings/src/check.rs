@@ -76,6 +76,11 @@ pub struct NetworkResolutionRecord {
 
 /// One simple command of a shell line with its own verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Record),
+    uniffi(name = "CommandVerdict")
+)]
 pub struct CommandVerdictRecord {
     /// The program as written.
     pub program: String,
@@ -85,8 +90,39 @@ pub struct CommandVerdictRecord {
     pub verdict: VerdictRecord,
 }
 
+/// An environment variable the filter kept, as raw bytes (non-UTF-8 names and values survive
+/// the boundary). Its serde form is `{"name", "value"}`, each as bytes (`serialize_bytes`: a
+/// Node `Buffer`, Python `bytes`, a JSON array of numbers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record), uniffi(name = "EnvVar"))]
+pub struct EnvVarRecord {
+    /// The name's bytes.
+    #[serde(serialize_with = "as_bytes")]
+    #[schemars(with = "Vec<u8>")]
+    pub name: Vec<u8>,
+    /// The value's bytes.
+    #[serde(serialize_with = "as_bytes")]
+    #[schemars(with = "Vec<u8>")]
+    pub value: Vec<u8>,
+}
+
+impl From<EnvVarRecord> for (Vec<u8>, Vec<u8>) {
+    fn from(v: EnvVarRecord) -> Self {
+        (v.name, v.value)
+    }
+}
+
+fn as_bytes<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_bytes(bytes)
+}
+
 /// An environment variable the filter dropped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Record),
+    uniffi(name = "DroppedVar")
+)]
 pub struct DroppedVarRecord {
     /// The name (invalid UTF-8 replaced).
     pub name: String,
@@ -97,38 +133,21 @@ pub struct DroppedVarRecord {
 
 /// The filtered environment: raw bytes in and out, so non-UTF-8 names survive the boundary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Record),
+    uniffi(name = "FilteredEnv")
+)]
 pub struct FilteredEnvRecord {
-    /// The variables kept (PATH and PWD rebuilt), as `(name, value)` bytes. Their serde form is
-    /// `[{"name", "value"}]`, each as bytes (`serialize_bytes`: a Node `Buffer`, a JSON array of
-    /// numbers).
-    #[serde(serialize_with = "named_vars")]
-    #[schemars(with = "Vec<EnvVarForm<'static>>")]
-    pub vars: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The variables kept (PATH and PWD rebuilt).
+    pub vars: Vec<EnvVarRecord>,
     /// The variables dropped, with the reason.
     pub dropped: Vec<DroppedVarRecord>,
 }
 
-/// One kept variable's serde form (see [`FilteredEnvRecord::vars`]).
-#[derive(Serialize, JsonSchema)]
-struct EnvVarForm<'a> {
-    #[serde(serialize_with = "as_bytes")]
-    #[schemars(with = "Vec<u8>")]
-    name: &'a [u8],
-    #[serde(serialize_with = "as_bytes")]
-    #[schemars(with = "Vec<u8>")]
-    value: &'a [u8],
-}
-
-fn as_bytes<S: serde::Serializer>(bytes: &&[u8], s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_bytes(bytes)
-}
-
-fn named_vars<S: serde::Serializer>(vars: &[(Vec<u8>, Vec<u8>)], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(vars.iter().map(|(name, value)| EnvVarForm { name, value }))
-}
-
 /// How a command line would be spawned: its verdict, argv, cwd, filtered environment, limits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record), uniffi(name = "SpawnPlan"))]
 pub struct SpawnPlanRecord {
     /// The verdict of the whole line (the strictest of its commands, shell constructs and the
     /// process policy).
@@ -335,7 +354,10 @@ fn env_record(
     FilteredEnvRecord {
         vars: vars
             .into_iter()
-            .map(|(n, v)| (bytes(n), bytes(v)))
+            .map(|(n, v)| EnvVarRecord {
+                name: bytes(n),
+                value: bytes(v),
+            })
             .collect(),
         dropped: dropped
             .iter()
@@ -543,7 +565,13 @@ mod tests {
     fn kept_variables_serialize_by_name_as_bytes() {
         let vars = vec![(b"A\xff".to_vec(), b"\xfe".to_vec())];
         let e = filter_env(vars, "all", "/w", &[]).unwrap();
-        assert_eq!(e.vars[0], (b"A\xff".to_vec(), b"\xfe".to_vec()));
+        assert_eq!(
+            e.vars[0],
+            EnvVarRecord {
+                name: b"A\xff".to_vec(),
+                value: b"\xfe".to_vec()
+            }
+        );
         let v = serde_json::to_value(&e).unwrap();
         assert_eq!(
             v["vars"][0],

@@ -7,6 +7,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+/// The checkers' records under the names Swift sees them by.
+pub use crate::check::{
+    DroppedVarRecord as DroppedVar, EnvVarRecord as EnvVar, FilteredEnvRecord as FilteredEnv,
+    SpawnPlanRecord as SpawnPlan,
+};
 /// The facade's records under the names Swift sees them by.
 pub use crate::{
     ActionRecord as Action, ApplyOptionsRecord as ApplyOptions,
@@ -716,75 +721,8 @@ fn open_result(r: crate::OpenRecord) -> Result<OpenResult> {
 
 // ---- checkers -------------------------------------------------------------------------------
 
-/// An environment variable as raw bytes (non-UTF-8 names and values survive the boundary).
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct EnvVar {
-    /// The name's bytes.
-    pub name: Vec<u8>,
-    /// The value's bytes.
-    pub value: Vec<u8>,
-}
-
-/// An environment variable the filter dropped.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct DroppedVar {
-    /// The name (invalid UTF-8 replaced).
-    pub name: String,
-    /// Why: `secret_name`, `credential_value`, `injection`, `invalid_encoding`,
-    /// `not_inherited`, `rebuilt`.
-    pub reason: String,
-}
-
-/// The filtered environment.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct FilteredEnv {
-    /// The variables kept (PATH and PWD rebuilt).
-    pub vars: Vec<EnvVar>,
-    /// The variables dropped, with the reason.
-    pub dropped: Vec<DroppedVar>,
-}
-
-impl From<crate::check::FilteredEnvRecord> for FilteredEnv {
-    fn from(e: crate::check::FilteredEnvRecord) -> Self {
-        FilteredEnv {
-            vars: e
-                .vars
-                .into_iter()
-                .map(|(name, value)| EnvVar { name, value })
-                .collect(),
-            dropped: e
-                .dropped
-                .into_iter()
-                .map(|d| DroppedVar {
-                    name: d.name,
-                    reason: d.reason,
-                })
-                .collect(),
-        }
-    }
-}
-
 fn env_pairs(vars: Vec<EnvVar>) -> Vec<(Vec<u8>, Vec<u8>)> {
-    vars.into_iter().map(|v| (v.name, v.value)).collect()
-}
-
-/// How a command line would be spawned.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct SpawnPlan {
-    /// The verdict of the whole line.
-    pub verdict: Verdict,
-    /// The argv to execute.
-    pub argv: Vec<String>,
-    /// The working directory.
-    pub cwd: String,
-    /// The filtered environment passed to the child.
-    pub env: FilteredEnv,
-    /// The timeout in milliseconds, when capped.
-    pub timeout_ms: Option<u64>,
-    /// Whether the snapshot requires a sandbox for it.
-    pub sandbox_required: bool,
-    /// Shell constructs that cannot be resolved statically.
-    pub unresolved: Vec<String>,
+    vars.into_iter().map(Into::into).collect()
 }
 
 /// Check a file path (`file_read`/`file_write`) under a `TurnSandboxSnapshot` (JSON) and
@@ -843,7 +781,7 @@ pub fn plan_spawn(
     timeout_ms: Option<u64>,
     tool: Option<String>,
 ) -> Result<SpawnPlan> {
-    let r = crate::check::plan_spawn(
+    crate::check::plan_spawn(
         parse("sandbox", &sandbox)?,
         parse("process", &process)?,
         &policy.handle,
@@ -854,16 +792,7 @@ pub fn plan_spawn(
             timeout_ms,
             tool,
         },
-    )?;
-    Ok(SpawnPlan {
-        verdict: r.verdict,
-        argv: r.argv,
-        cwd: r.cwd,
-        env: r.env.into(),
-        timeout_ms: r.timeout_ms,
-        sandbox_required: r.sandbox_required,
-        unresolved: r.unresolved,
-    })
+    )
 }
 
 /// Filter an environment for a child in `cwd` under inheritance `mode` (`all`, `filtered`,
@@ -875,5 +804,5 @@ pub fn filter_env(
     cwd: String,
     untrusted_path_roots: Vec<String>,
 ) -> Result<FilteredEnv> {
-    Ok(crate::check::filter_env(env_pairs(vars), &mode, &cwd, &untrusted_path_roots)?.into())
+    crate::check::filter_env(env_pairs(vars), &mode, &cwd, &untrusted_path_roots)
 }

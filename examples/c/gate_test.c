@@ -223,7 +223,8 @@ static void test_checkers(const Fixture *fx) {
 
   const char *request =
       "{\"command_line\": \"ls -la | grep x\", \"timeout_ms\": 5000, \"tool\": \"Bash\", "
-      "\"env\": [[\"PATH\", \"/usr/bin:/bin\"], [\"AWS_SECRET_ACCESS_KEY\", \"abc\"]]}";
+      "\"env\": [[\"PATH\", \"/usr/bin:/bin\"], {\"name\": \"AWS_SECRET_ACCESS_KEY\", "
+      "\"value\": \"abc\"}]}";
   if (ok(tg_plan_spawn_json(sandbox, process, policy, request, &out), "tg_plan_spawn_json")) {
     char *env = jget(out, "env"), *dropped = jget(env, "dropped"), *vars = jget(env, "vars");
     char *commands = jget(out, "commands"), *required = jget(out, "sandbox_required");
@@ -239,6 +240,29 @@ static void test_checkers(const Fixture *fx) {
     tg_string_free(required);
   }
   tg_string_free(out);
+
+  /* The filtered environment: each kept variable {"name", "value"} (the shape of every
+     language), taken in either form; a byte that is not UTF-8 arrives as U+FFFD. */
+  if (ok(tg_filter_env_json("[{\"name\": \"LANG\", \"value\": \"C\"}, [\"GITHUB_TOKEN\", \"x\"]]",
+                            "filtered", "/w", NULL, &out),
+         "tg_filter_env_json")) {
+    char *vars = jget(out, "vars"), *dropped = jget(out, "dropped"), *first = NULL;
+    int32_t equal = 0;
+    size_t n = 0;
+    ok(tg_json_array_len(vars, &n), "vars");
+    ok(tg_json_array_get(vars, 0, &first), "vars[0]");
+    ok(tg_json_equal(first, "{\"name\": \"LANG\", \"value\": \"C\"}", &equal), "vars[0]");
+    CHECK(equal == 1 && contains(dropped, "\"secret_name\"") && !contains(vars, "GITHUB_TOKEN"),
+          "filter_env: expected LANG kept as {name, value}, the token dropped, got %s", out);
+    tg_string_free(vars);
+    tg_string_free(dropped);
+    tg_string_free(first);
+  }
+  tg_string_free(out);
+  TgStatus env_st = tg_filter_env_json("[{\"name\": \"A\", \"valu\": \"b\"}]", "all", "/w", NULL, &out);
+  CHECK(env_st == TG_STATUS_INVALID && out == NULL && contains(tg_last_error_message(), "env:"),
+        "filter_env with a misspelt field: expected TG_STATUS_INVALID naming env, got %d: %s",
+        (int)env_st, tg_last_error_message());
 
   if (ok(tg_parse_command_line_json("ls | grep x; echo $(whoami)", &out),
          "tg_parse_command_line_json")) {

@@ -5,39 +5,11 @@ use std::sync::Arc;
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
-use turngate_ffi::check::{self as ffi_check, SpawnPlanRecord, SpawnPlanRequest};
+use pyo3::types::PyDict;
+use turngate_ffi::check::{self as ffi_check, SpawnPlanRequest};
 
 use crate::gate::invocation;
 use crate::{IntoPy, InvalidInput, PyPolicy, from_py, record};
-
-fn env_dict<'py>(
-    py: Python<'py>,
-    env: turngate_ffi::check::FilteredEnvRecord,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    let vars = PyList::empty(py);
-    for (n, v) in env.vars {
-        vars.append((PyBytes::new(py, &n), PyBytes::new(py, &v)))?;
-    }
-    d.set_item("vars", vars)?;
-    let dropped = PyList::empty(py);
-    for x in env.dropped {
-        let e = PyDict::new(py);
-        e.set_item("name", x.name)?;
-        e.set_item("reason", x.reason)?;
-        dropped.append(e)?;
-    }
-    d.set_item("dropped", dropped)?;
-    Ok(d)
-}
-
-fn plan_dict(py: Python<'_>, p: SpawnPlanRecord) -> PyResult<Py<PyAny>> {
-    let d = record(py, &p)?;
-    // The environment as bytes pairs: names and values need not be UTF-8.
-    d.bind(py).set_item("env", env_dict(py, p.env)?)?;
-    Ok(d)
-}
 
 // ---- checker functions ----------------------------------------------------------------------
 
@@ -136,11 +108,11 @@ pub(crate) fn plan_spawn<'py>(
     let p = py
         .detach(|| ffi_check::plan_spawn(sandbox, process, &policy, request))
         .py_err(py)?;
-    plan_dict(py, p)
+    record(py, &p)
 }
 
 /// Filter an environment (a mapping or pairs of str or bytes) for a child in `cwd` under
-/// inheritance `mode` (`all`, `filtered`, `none`). Returns `{"vars": [(name, value) bytes],
+/// inheritance `mode` (`all`, `filtered`, `none`). Returns `{"vars": [{"name", "value"}] (bytes),
 /// "dropped": [{"name", "reason"}]}`.
 #[pyfunction]
 #[pyo3(signature = (env, mode, cwd, untrusted_path_roots=Vec::new()))]
@@ -150,11 +122,11 @@ pub(crate) fn filter_env<'py>(
     mode: &str,
     cwd: std::path::PathBuf,
     untrusted_path_roots: Vec<String>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<Py<PyAny>> {
     let vars = env_arg(Some(env))?;
     let e = ffi_check::filter_env(vars, mode, &cwd.to_string_lossy(), &untrusted_path_roots)
         .py_err(py)?;
-    env_dict(py, e)
+    record(py, &e)
 }
 
 /// What the shell parser finds in a command line: `{"programs", "unresolved", "plain"}`.

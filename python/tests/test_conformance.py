@@ -307,7 +307,7 @@ def run_checkers_env(doc: dict[str, Any], v: dict[str, Any]) -> None:
     name, value = _text(v["name"]), _text(v["value"])
     mode = v["mode"] if v["mode"] in ("all", "none") else "filtered"
     env = turngate.filter_env([(name, value)], mode, "/w")
-    kept = any(n == name for n, _ in env["vars"])
+    kept = any(kv["name"] == name for kv in env["vars"])
     dropped = env["dropped"]
     reason = dropped[0]["reason"] if dropped else None
     expect = v["expect"]

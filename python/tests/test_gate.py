@@ -408,10 +408,27 @@ def test_checkers_and_evaluate(workspace: Path) -> None:
     )
     assert [c["program"] for c in plan["commands"]] == ["cargo", "tee"]
     assert {"name": "GITHUB_TOKEN", "reason": "secret_name"} in plan["env"]["dropped"]
+    assert {"name": b"PATH", "value": b"/usr/bin"} in plan["env"]["vars"]
     e = turngate.evaluate(snap, "network", "HTTPS://Example.com/x")
     assert e["target"] == "example.com:443" and e["verdict"]["effect"] != "allow"
     with pytest.raises(turngate.InvalidInput, match="file_read or file_write"):
         turngate.check_file(snap["sandbox"], policy, "network", "x")
+
+
+def test_filtered_env_has_one_shape() -> None:
+    # The kept variables are {"name", "value"} dicts of bytes, as in every language; bytes that
+    # are not UTF-8 survive.
+    env = turngate.filter_env([(b"A\xff", b"\xfe"), ("LANG", "C")], "all", "/w")
+    assert env["vars"][:2] == [
+        {"name": b"A\xff", "value": b"\xfe"},
+        {"name": b"LANG", "value": b"C"},
+    ]
+    assert all(set(kv) == {"name", "value"} for kv in env["vars"])
+    assert all(isinstance(x, bytes) for kv in env["vars"] for x in kv.values())
+    assert set(env) == {"vars", "dropped"} and env["dropped"] == []
+    env = turngate.filter_env({"LANG": "C", "GITHUB_TOKEN": "x"}, "filtered", "/w")
+    assert {"name": b"LANG", "value": b"C"} in env["vars"]
+    assert env["dropped"] == [{"name": "GITHUB_TOKEN", "reason": "secret_name"}]
 
 
 # ---- errors ---------------------------------------------------------------------------------

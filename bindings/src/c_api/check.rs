@@ -51,27 +51,51 @@ struct SpawnPlanJson {
     command_line: String,
     cwd: Option<String>,
     #[serde(default)]
-    env: Vec<(String, String)>,
+    env: Vec<EnvVarJson>,
     timeout_ms: Option<u64>,
     tool: Option<String>,
 }
 
-/// An environment given as JSON `[[name, value], ...]` strings, as bytes.
-fn env_pairs(env: Vec<(String, String)>) -> Vec<(Vec<u8>, Vec<u8>)> {
+/// One variable of an environment given as JSON: `{"name", "value"}` (the shape of the
+/// filtered environment's `vars`) or a `[name, value]` pair, strings either way.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum EnvVarJson {
+    Pair(String, String),
+    Named(NamedVarJson),
+}
+
+/// `{"name", "value"}` strings (unknown fields refused).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NamedVarJson {
+    name: String,
+    value: String,
+}
+
+/// What a C caller is told when its `env` is neither form.
+const ENV_FORMS: &str = "expected [{\"name\", \"value\"}, ...] or [[name, value], ...] strings: ";
+
+/// An environment given as JSON (see [`EnvVarJson`]), as bytes.
+fn env_pairs(env: Vec<EnvVarJson>) -> Vec<(Vec<u8>, Vec<u8>)> {
     env.into_iter()
-        .map(|(n, v)| (n.into_bytes(), v.into_bytes()))
+        .map(|v| match v {
+            EnvVarJson::Pair(n, v) | EnvVarJson::Named(NamedVarJson { name: n, value: v }) => {
+                (n.into_bytes(), v.into_bytes())
+            }
+        })
         .collect()
 }
 
-/// The filtered environment as JSON: the record with `vars` as `[name, value]` strings (invalid
-/// UTF-8 replaced), which C reads more easily than byte arrays.
+/// The filtered environment as JSON: the record with each kept variable's name and value as
+/// strings (invalid UTF-8 replaced by U+FFFD), which C reads more easily than byte arrays.
 fn env_json(e: &FilteredEnvRecord) -> Result<Value, Failure> {
     let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     let mut v = to_value("env", e)?;
     v["vars"] = e
         .vars
         .iter()
-        .map(|(n, v)| json!([lossy(n), lossy(v)]))
+        .map(|x| json!({"name": lossy(&x.name), "value": lossy(&x.value)}))
         .collect();
     Ok(v)
 }
@@ -174,9 +198,9 @@ unsafe fn network_json<T: Serialize>(
 
 /// The spawn plan of a command line under a `TurnSandboxSnapshot` and a
 /// `TurnProcessPolicySnapshot` (JSON, e.g. a snapshot's `sandbox` and `process`) and `policy`.
-/// `request` is `{"command_line", "cwd"?, "env"?: [[name, value], ...], "timeout_ms"?,
-/// "tool"?}`. Writes `{"verdict", "argv", "cwd", "env": {"vars": [[name, value], ...],
-/// "dropped": [{"name", "reason"}]}, "timeout_ms", "inherit_stdin", "new_session",
+/// `request` is `{"command_line", "cwd"?, "env"?, "timeout_ms"?, "tool"?}`, `env` as
+/// `tg_filter_env_json` takes it. Writes `{"verdict", "argv", "cwd", "env": {"vars": [{"name",
+/// "value"}], "dropped": [{"name", "reason"}]}, "timeout_ms", "inherit_stdin", "new_session",
 /// "sandbox_required", "commands": [{"program", "args", "verdict"}], "unresolved"}`. Nothing
 /// runs. `*out_json` is owned by the caller.
 ///
@@ -211,10 +235,12 @@ pub unsafe extern "C" fn tg_plan_spawn_json(
     }
 }
 
-/// Filters an environment (`[[name, value], ...]` strings) for a child in `cwd` under
-/// inheritance `mode` (`all`, `filtered`, `none`); `untrusted_path_roots` (a JSON array of
-/// paths, or NULL for none) are removed from PATH. Writes `{"vars": [[name, value], ...],
-/// "dropped": [{"name", "reason"}]}`. `*out_json` is owned by the caller.
+/// Filters an environment (a JSON array of `{"name", "value"}` objects or `[name, value]`
+/// pairs, strings) for a child in `cwd` under inheritance `mode` (`all`, `filtered`, `none`);
+/// `untrusted_path_roots` (a JSON array of paths, or NULL for none) are removed from PATH.
+/// Writes `{"vars": [{"name", "value"}], "dropped": [{"name", "reason"}]}`, names and values
+/// as strings (bytes that are not UTF-8 replaced by U+FFFD). `*out_json` is owned by the
+/// caller.
 ///
 /// # Safety
 /// `env`, `mode`, `cwd` are NUL-terminated; `untrusted_path_roots` NULL or NUL-terminated;
@@ -230,7 +256,7 @@ pub unsafe extern "C" fn tg_filter_env_json(
     // SAFETY: forwarded from the caller.
     unsafe {
         json_result(out_json, || {
-            let vars = record_arg("env", "expected [[name, value], ...] strings: ", env)?;
+            let vars = record_arg("env", ENV_FORMS, env)?;
             let roots: Vec<String> = if untrusted_path_roots.is_null() {
                 Vec::new()
             } else {
