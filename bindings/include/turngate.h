@@ -335,9 +335,9 @@ enum TgStatus tg_resolve_and_check_network_json(const char *network,
 /**
  * The spawn plan of a command line under a `TurnSandboxSnapshot` and a
  * `TurnProcessPolicySnapshot` (JSON, e.g. a snapshot's `sandbox` and `process`) and `policy`.
- * `request` is `{"command_line", "cwd"?, "env"?: [[name, value], ...], "timeout_ms"?,
- * "tool"?}`. Writes `{"verdict", "argv", "cwd", "env": {"vars": [[name, value], ...],
- * "dropped": [{"name", "reason"}]}, "timeout_ms", "inherit_stdin", "new_session",
+ * `request` is `{"command_line", "cwd"?, "env"?, "timeout_ms"?, "tool"?}`, `env` as
+ * `tg_filter_env_json` takes it. Writes `{"verdict", "argv", "cwd", "env": {"vars": [{"name",
+ * "value"}], "dropped": [{"name", "reason"}]}, "timeout_ms", "inherit_stdin", "new_session",
  * "sandbox_required", "commands": [{"program", "args", "verdict"}], "unresolved"}`. Nothing
  * runs. `*out_json` is owned by the caller.
  *
@@ -352,10 +352,12 @@ enum TgStatus tg_plan_spawn_json(const char *sandbox,
                                  char **out_json);
 
 /**
- * Filters an environment (`[[name, value], ...]` strings) for a child in `cwd` under
- * inheritance `mode` (`all`, `filtered`, `none`); `untrusted_path_roots` (a JSON array of
- * paths, or NULL for none) are removed from PATH. Writes `{"vars": [[name, value], ...],
- * "dropped": [{"name", "reason"}]}`. `*out_json` is owned by the caller.
+ * Filters an environment (a JSON array of `{"name", "value"}` objects or `[name, value]`
+ * pairs, strings) for a child in `cwd` under inheritance `mode` (`all`, `filtered`, `none`);
+ * `untrusted_path_roots` (a JSON array of paths, or NULL for none) are removed from PATH.
+ * Writes `{"vars": [{"name", "value"}], "dropped": [{"name", "reason"}]}`, names and values
+ * as strings (bytes that are not UTF-8 replaced by U+FFFD). `*out_json` is owned by the
+ * caller.
  *
  * # Safety
  * `env`, `mode`, `cwd` are NUL-terminated; `untrusted_path_roots` NULL or NUL-terminated;
