@@ -92,6 +92,18 @@ fn run(call: &str, a: &Value, tmp: &str, i: usize, rt: &tokio::runtime::Runtime)
             snapshot::resolve(Some(a["selection"].clone()), a["context"].clone(), None)
         }
         "command.parse" => record(&turngate_ffi::check::parse_command_line(text(a, "line"))),
+        "env.filter" => {
+            let vars = a["vars"].as_array().map(Vec::as_slice).unwrap_or_default();
+            let vars = vars.iter().map(|v| (text(v, "name").into(), text(v, "value").into()));
+            let roots: Vec<String> = serde_json::from_value(a["untrusted_path_roots"].clone())
+                .map_err(|e| TurnGateError::invalid("untrusted_path_roots", e))?;
+            record(&turngate_ffi::check::filter_env(
+                vars.collect(),
+                text(a, "mode"),
+                text(a, "cwd"),
+                &roots,
+            )?)
+        }
         "gate.evaluate" | "gate.authorize" => {
             let asks = Arc::new(Mutex::new(Vec::new()));
             let g = gate(a, tmp, i, Arc::clone(&asks))?;

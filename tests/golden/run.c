@@ -114,6 +114,41 @@ static enum TgStatus gate_of(const char *args, const char *tmp, size_t i, TgGate
   return s;
 }
 
+/* Appends the bytes of `text` to `out` as a JSON array of numbers. */
+static void append_bytes(char *out, const char *text) {
+  strcat(out, "[");
+  for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+    sprintf(out + strlen(out), "%s%u", p == (const unsigned char *)text ? "" : ",", *p);
+  strcat(out, "]");
+}
+
+/* The filtered environment C writes (names and values as UTF-8 strings) with each name and
+   value as the array of its bytes, the serde form of bytes the other drivers print. */
+static char *env_bytes(const char *env) {
+  char *vars = get(env, "vars"), *dropped = get(env, "dropped");
+  size_t n = 0;
+  tg_json_array_len(vars, &n);
+  char *out = calloc(1, 5 * strlen(env) + strlen(dropped) + 64);
+  strcat(out, "{\"vars\":[");
+  for (size_t k = 0; k < n; k++) {
+    char *v = NULL;
+    tg_json_array_get(vars, k, &v);
+    char *name = str(v, "name"), *value = str(v, "value");
+    strcat(out, k ? ",{\"name\":" : "{\"name\":");
+    append_bytes(out, name);
+    strcat(out, ",\"value\":");
+    append_bytes(out, value);
+    strcat(out, "}");
+    tg_string_free(name);
+    tg_string_free(value);
+    tg_string_free(v);
+  }
+  sprintf(out + strlen(out), "],\"dropped\":%s}", dropped);
+  tg_string_free(vars);
+  tg_string_free(dropped);
+  return out;
+}
+
 /* Runs one call; on success `*out` is the result's JSON text (malloc'd). */
 static enum TgStatus run(const char *call, const char *a, const char *tmp, size_t i, char **out) {
   enum TgStatus s = TG_STATUS_OK;
@@ -157,6 +192,16 @@ static enum TgStatus run(const char *call, const char *a, const char *tmp, size_
     char *line = str(a, "line");
     s = tg_parse_command_line_json(line, out);
     tg_string_free(line);
+  } else if (strcmp(call, "env.filter") == 0) {
+    char *vars = get(a, "vars"), *mode = str(a, "mode"), *cwd = str(a, "cwd");
+    char *roots = get(a, "untrusted_path_roots"), *env = NULL;
+    s = tg_filter_env_json(vars, mode, cwd, roots, &env);
+    if (s == TG_STATUS_OK) *out = env_bytes(env);
+    tg_string_free(env);
+    tg_string_free(vars);
+    tg_string_free(mode);
+    tg_string_free(cwd);
+    tg_string_free(roots);
   } else if (strncmp(call, "gate.", 5) == 0) {
     TgGate *g = NULL;
     char *inv = get(a, "invocation");

@@ -45,6 +45,7 @@ async function run(call, a, tmp, i) {
     case 'policy.check_batch': return policy(a.policy).checkBatch(a.actions)
     case 'snapshot.resolve': return turngate.resolve(a.selection, a.context)
     case 'command.parse': return turngate.parseCommandLine(a.line)
+    case 'env.filter': return turngate.filterEnv(a.vars, a.mode, a.cwd, a.untrusted_path_roots)
     case 'gate.evaluate': return (await gate(a, tmp, i, [])).evaluate(camel(a.invocation))
     case 'gate.authorize': {
       const asks = []
@@ -60,6 +61,9 @@ async function run(call, a, tmp, i) {
   }
 }
 
+// A Buffer (its toJSON form) as the list of its bytes: the serde form of bytes in JSON.
+const bytes = (_, v) => (v && v.type === 'Buffer' && Array.isArray(v.data) ? v.data : v)
+
 const doc = JSON.parse(readFileSync(process.argv[2], 'utf8'))
 const { GOLDEN_WS: ws, GOLDEN_TMP: tmp } = process.env
 for (const [i, c] of doc.calls.entries()) {
@@ -70,5 +74,5 @@ for (const [i, c] of doc.calls.entries()) {
     if (!(e instanceof turngate.TurnGateError)) throw e
     out = { error: { type: ERRORS[e.constructor.name], message: e.message } }
   }
-  console.log(JSON.stringify({ name: c.name, ...out }))
+  console.log(JSON.stringify({ name: c.name, ...out }, bytes))
 }

@@ -66,6 +66,9 @@ def run(call: str, a: dict[str, Any], tmp: str, i: int) -> Any:
         return turngate.resolve(a["selection"], a["context"])
     if call == "command.parse":
         return turngate.parse_command_line(a["line"])
+    if call == "env.filter":
+        env = [(v["name"], v["value"]) for v in a["vars"]]
+        return turngate.filter_env(env, a["mode"], a["cwd"], a["untrusted_path_roots"])
     if call == "gate.evaluate":
         inv = a["invocation"]
         g = gate(a, tmp, i, [])
@@ -89,6 +92,13 @@ def run(call: str, a: dict[str, Any], tmp: str, i: int) -> Any:
     raise SystemExit(f"unknown call {call}")
 
 
+def as_list(v: Any) -> Any:
+    """Bytes as the list of their values (the serde form of bytes in JSON)."""
+    if isinstance(v, bytes):
+        return list(v)
+    raise TypeError(f"{type(v).__name__} is not JSON")
+
+
 def main() -> None:
     doc = json.load(open(sys.argv[1]))
     ws, tmp = os.environ["GOLDEN_WS"], os.environ["GOLDEN_TMP"]
@@ -97,7 +107,7 @@ def main() -> None:
             out: dict[str, Any] = {"result": run(c["call"], subst(c["args"], ws), tmp, i)}
         except turngate.TurnGateError as e:
             out = {"error": {"type": ERRORS[type(e).__name__], "message": str(e)}}
-        print(json.dumps({"name": c["name"], **out}, sort_keys=True, separators=(",", ":")))
+        print(json.dumps({"name": c["name"], **out}, sort_keys=True, separators=(",", ":"), default=as_list))
 
 
 main()

@@ -15,6 +15,7 @@ func encode(_ v: Any) -> Any {
         }
         return s
     }
+    if let d = v as? Data { return d.map { NSNumber(value: $0) } }  // bytes: their values, as serde writes them
     if let b = v as? Bool { return NSNumber(value: b) }
     if let e = v as? Effect { return e.description }
     if let n = v as? any BinaryInteger { return NSNumber(value: Int64(n)) }
@@ -109,6 +110,12 @@ func run(_ call: String, _ a: [String: Any], _ tmp: String, _ i: Int) async thro
         return encode(try resolveSnapshot(selection: text(a["selection"]!), context: text(a["context"]!), cap: nil))
     case "command.parse":
         return encode(parseCommandLine(line: a["line"] as! String))
+    case "env.filter":
+        let vars = (a["vars"] as! [[String: String]]).map {
+            EnvVar(name: Data($0["name"]!.utf8), value: Data($0["value"]!.utf8))
+        }
+        return encode(try filterEnv(vars: vars, mode: a["mode"] as! String, cwd: a["cwd"] as! String,
+                                    untrustedPathRoots: a["untrusted_path_roots"] as! [String]))
     case "gate.evaluate":
         return encode(try gate(a, tmp, i, Asks()).evaluate(invocation: invocation(a["invocation"])))
     case "gate.authorize":
