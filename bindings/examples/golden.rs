@@ -94,7 +94,9 @@ fn run(call: &str, a: &Value, tmp: &str, i: usize, rt: &tokio::runtime::Runtime)
         "command.parse" => record(&turngate_ffi::check::parse_command_line(text(a, "line"))),
         "env.filter" => {
             let vars = a["vars"].as_array().map(Vec::as_slice).unwrap_or_default();
-            let vars = vars.iter().map(|v| (text(v, "name").into(), text(v, "value").into()));
+            let vars = vars
+                .iter()
+                .map(|v| (text(v, "name").into(), text(v, "value").into()));
             let roots: Vec<String> = serde_json::from_value(a["untrusted_path_roots"].clone())
                 .map_err(|e| TurnGateError::invalid("untrusted_path_roots", e))?;
             record(&turngate_ffi::check::filter_env(

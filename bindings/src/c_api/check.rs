@@ -57,18 +57,11 @@ struct SpawnPlanJson {
 }
 
 /// One variable of an environment given as JSON: `{"name", "value"}` (the shape of the
-/// filtered environment's `vars`) or a `[name, value]` pair, strings either way.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum EnvVarJson {
-    Pair(String, String),
-    Named(NamedVarJson),
-}
-
-/// `{"name", "value"}` strings (unknown fields refused).
+/// filtered environment's `vars`; unknown fields refused) or a `[name, value]` pair (serde
+/// reads a struct from an array of its fields, in order), strings either way.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct NamedVarJson {
+struct EnvVarJson {
     name: String,
     value: String,
 }
@@ -79,11 +72,7 @@ const ENV_FORMS: &str = "expected [{\"name\", \"value\"}, ...] or [[name, value]
 /// An environment given as JSON (see [`EnvVarJson`]), as bytes.
 fn env_pairs(env: Vec<EnvVarJson>) -> Vec<(Vec<u8>, Vec<u8>)> {
     env.into_iter()
-        .map(|v| match v {
-            EnvVarJson::Pair(n, v) | EnvVarJson::Named(NamedVarJson { name: n, value: v }) => {
-                (n.into_bytes(), v.into_bytes())
-            }
-        })
+        .map(|v| (v.name.into_bytes(), v.value.into_bytes()))
         .collect()
 }
 
@@ -310,5 +299,37 @@ pub unsafe extern "C" fn tg_evaluate_json(
             let inv = invocation_arg("invocation", invocation, None)?;
             Ok(facade::evaluate(json_arg("snapshot", snapshot)?, &inv)?)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn an_environment_is_taken_by_name_or_as_pairs_and_nothing_else() {
+        let vars: Vec<EnvVarJson> =
+            serde_json::from_str(r#"[{"name": "A", "value": "1"}, ["B", "2"]]"#).unwrap();
+        assert_eq!(
+            env_pairs(vars),
+            vec![
+                (b"A".to_vec(), b"1".to_vec()),
+                (b"B".to_vec(), b"2".to_vec())
+            ]
+        );
+        for bad in [
+            r#"[{"name": "A", "value": "1", "extra": 0}]"#,
+            r#"[{"name": "A"}]"#,
+            r#"[["A"]]"#,
+            r#"[["A", "1", "2"]]"#,
+            r#"[["A", 1]]"#,
+            r#"["A=1"]"#,
+        ] {
+            assert!(
+                serde_json::from_str::<Vec<EnvVarJson>>(bad).is_err(),
+                "{bad} taken"
+            );
+        }
     }
 }

@@ -448,6 +448,20 @@ final class ConformanceTests: XCTestCase {
                 }
             }
         }
+        // The plan is the facade's record: its filtered environment keeps variables by name, as
+        // bytes, and lists every simple command with its own verdict.
+        let plan = try planSpawn(
+            sandbox: sandbox, process: process, policy: try Policy.mode("supervised"), commandLine: "ls | wc -l",
+            cwd: nil, env: [EnvVar(name: Data("LANG".utf8), value: Data("C".utf8)),
+                            EnvVar(name: Data("GITHUB_TOKEN".utf8), value: Data("x".utf8))],
+            timeoutMs: nil, tool: nil)
+        XCTAssertEqual(plan.commands.map(\.program), ["ls", "wc"])
+        XCTAssertTrue(plan.env.vars.contains(EnvVar(name: Data("LANG".utf8), value: Data("C".utf8))), "\(plan.env)")
+        XCTAssertEqual(plan.env.dropped, [DroppedVar(name: "GITHUB_TOKEN", reason: "secret_name")])
+        XCTAssertFalse(plan.inheritStdin)
+        let env = try filterEnv(vars: [EnvVar(name: Data([0x41, 0xFF]), value: Data([0xFE]))], mode: "all", cwd: "/w",
+                                untrustedPathRoots: [])
+        XCTAssertEqual(env.vars.first, EnvVar(name: Data([0x41, 0xFF]), value: Data([0xFE])))
     }
 
     func bytes(_ v: JSON?) throws -> Data {
