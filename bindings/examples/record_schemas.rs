@@ -7,7 +7,10 @@ use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 use turngate_ffi::approver::ApprovalAskRecord;
 use turngate_ffi::changes::ChangeSetSummaryRecord;
-use turngate_ffi::check::{EvaluationRecord, InvocationRecord};
+use turngate_ffi::check::{
+    EvaluationRecord, FileCheckRecord, InvocationRecord, NetworkCheckRecord,
+    NetworkResolutionRecord, ParsedCommandLineRecord,
+};
 use turngate_ffi::gate::{AuthorizationRecord, DenialRecord, SpawnRecord};
 use turngate_ffi::policy::{ActionRecord, RuleRecord, VerdictRecord};
 use turngate_ffi::tools::ToolOutcomeRecord;
@@ -42,7 +45,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
         ("Denial", generator.subschema_for::<DenialRecord>()),
         ("Evaluation", generator.subschema_for::<EvaluationRecord>()),
+        ("FileCheck", generator.subschema_for::<FileCheckRecord>()),
         ("Invocation", generator.subschema_for::<InvocationRecord>()),
+        (
+            "NetworkCheck",
+            generator.subschema_for::<NetworkCheckRecord>(),
+        ),
+        (
+            "NetworkResolution",
+            generator.subschema_for::<NetworkResolutionRecord>(),
+        ),
+        (
+            "ParsedCommandLine",
+            generator.subschema_for::<ParsedCommandLineRecord>(),
+        ),
         ("Rule", generator.subschema_for::<RuleRecord>()),
         ("SpawnResult", generator.subschema_for::<SpawnRecord>()),
         (

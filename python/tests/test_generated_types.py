@@ -111,6 +111,15 @@ def test_the_typed_dicts_have_the_keys_the_binding_returns(tmp_path: Path) -> No
     deferred = deferring.authorize_blocking("shell_command", "curl example.com", cwd=workspace)
     assert deferred["outcome"] == "deferred", deferred
     assert keys(_types.Deferred) == (set(deferred), set())
+    file = turngate.check_file(snapshot["sandbox"], p, "file_read", workspace / "a.txt")
+    assert keys(_types.FileCheck) == (set(file), set())
+    network = turngate.check_network(snapshot["network"], p, "https://169.254.169.254/x")
+    assert keys(_types.NetworkCheck) == (set(network), set())
+    resolution = gate.resolve_and_check("https://169.254.169.254/x")
+    assert keys(_types.NetworkResolution) == (set(resolution), set())
+    assert keys(_types.NetworkCheck) == (set(resolution["check"]), set())
+    parsed = turngate.parse_command_line("ls | wc -l")
+    assert keys(_types.ParsedCommandLine) == (set(parsed), set())
     assert set(_types.InvocationOptions.__optional_keys__) == {
         "tool", "item_id", "tool_id", "cwd", "review"
     }

@@ -13,7 +13,11 @@ from ._types import (
     ChangeSetSummary,
     Effect,
     Evaluation,
+    FileCheck,
     InvocationOptions,
+    NetworkCheck,
+    NetworkResolution,
+    ParsedCommandLine,
     Rule,
     SpawnResult,
     Verdict,
@@ -331,7 +335,7 @@ class Gate:
     def open_write_blocking(
         self, path: Union[str, os.PathLike[str]], *, tool: Optional[str] = None
     ) -> BinaryIO: ...
-    def resolve_and_check(self, url: str, tool: Optional[str] = None) -> dict[str, _JSON]: ...
+    def resolve_and_check(self, url: str, tool: Optional[str] = None) -> NetworkResolution: ...
     def grant_for_turn(self, scope_hash: str) -> None: ...
     # the guarded tools' native half and async run_approved (issue 19; see _tools.py)
     def _tool(
@@ -356,10 +360,10 @@ def check_file(
     kind: str,
     path: Union[str, os.PathLike[str]],
     tool: Optional[str] = None,
-) -> dict[str, _JSON]: ...
+) -> FileCheck: ...
 def check_network(
     network: dict[str, _JSON], policy: Policy, target: str, tool: Optional[str] = None
-) -> dict[str, _JSON]: ...
+) -> NetworkCheck: ...
 def plan_spawn(
     sandbox: dict[str, _JSON],
     process: dict[str, _JSON],
@@ -377,7 +381,7 @@ def filter_env(
     cwd: Union[str, os.PathLike[str]],
     untrusted_path_roots: Sequence[str] = ...,
 ) -> dict[str, _JSON]: ...
-def parse_command_line(line: str) -> dict[str, _JSON]: ...
+def parse_command_line(line: str) -> ParsedCommandLine: ...
 def evaluate(
     snapshot: dict[str, _JSON],
     kind: str,

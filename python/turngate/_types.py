@@ -336,6 +336,19 @@ class Evaluation(TypedDict):
     """For a shell command that is denied or asks: the part of the line that decided, in words."""
 
 
+class FileCheck(TypedDict):
+    """What the file checker decided for one path."""
+
+    verdict: Verdict
+    """The verdict."""
+    lexical: Optional[str]
+    """The lexically normalized absolute path, when the input was a valid path."""
+    resolved: Optional[str]
+    """The path with symlinks resolved, when it could be resolved."""
+    root: Optional[str]
+    """The workspace root it lies under, when any."""
+
+
 class InvocationOptions(TypedDict, total=False):
     """The keyword arguments of ``Gate.authorize``/``spawn``: the facade's ``Invocation`` record
     beyond ``kind`` and ``target``. An unknown keyword raises ``InvalidInput``."""
@@ -353,6 +366,43 @@ class InvocationOptions(TypedDict, total=False):
     overlays, the command's writes become a change set beside the gate's audit store, and the
     workspace is untouched until the change set is applied. Refused (nothing runs) where that cannot
     be done, never run unreviewed; refused on any call but ``spawn``."""
+
+
+class NetworkCheck(TypedDict):
+    """What the network checker decided for one target."""
+
+    verdict: Verdict
+    """The verdict."""
+    host: Optional[str]
+    """The canonical host, when the target parsed."""
+    port: Optional[int]
+    """The port (explicit or the scheme's default)."""
+    host_port: Optional[str]
+    """``host:port`` (IPv6 bracketed), when there is a port."""
+    scheme: Optional[str]
+    """The URL scheme, for a URL target."""
+    address_class: Optional[str]
+    """The address class of the host (``public``, ``loopback``, ``private``, ``metadata``, ...)."""
+
+
+class NetworkResolution(TypedDict):
+    """A network check plus the vetted addresses to connect to (empty unless allowed or asked)."""
+
+    check: NetworkCheck
+    """The check (a deny when a resolved address is forbidden)."""
+    addrs: list[str]
+    """The vetted socket addresses, ``ip:port``."""
+
+
+class ParsedCommandLine(TypedDict):
+    """What the shell parser found in a command line."""
+
+    programs: list[str]
+    """Every simple command's program (nested wrappers and ``sh -c`` strings included)."""
+    unresolved: list[str]
+    """Constructs that cannot be resolved statically (``command_substitution``, ...)."""
+    plain: bool
+    """True when the line is plain words."""
 
 
 class ProcessOutcome(TypedDict):
@@ -439,7 +489,11 @@ __all__ = [
     "Effect",
     "EntryType",
     "Evaluation",
+    "FileCheck",
     "InvocationOptions",
+    "NetworkCheck",
+    "NetworkResolution",
+    "ParsedCommandLine",
     "PathState",
     "PathStateAbsent",
     "PathStateDir",
