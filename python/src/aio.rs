@@ -75,7 +75,8 @@ impl<T> From<Result<T, TurnGateError>> for Done<T> {
     }
 }
 
-type Convert<T> = fn(Python<'_>, T) -> PyResult<Py<PyAny>>;
+/// How a finished task's value becomes a Python object.
+pub(crate) type Convert<T> = fn(Python<'_>, T) -> PyResult<Py<PyAny>>;
 
 fn finish<T>(py: Python<'_>, done: Done<T>, convert: Convert<T>) -> PyResult<Py<PyAny>> {
     match done {
@@ -200,4 +201,30 @@ where
     let rt = runtime(py)?;
     let done = py.detach(|| rt.block_on(fut));
     finish(py, done, convert)
+}
+
+/// How a call hands its result to Python: an asyncio future of it (the awaitable method) or
+/// the result itself, the calling thread blocked with the GIL released (its `_blocking` twin).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Await,
+    Block,
+}
+
+/// Run `fut` in `mode`: [`awaitable`] or [`blocking`]. `what` names the awaitable method.
+pub(crate) fn run<T, F>(
+    py: Python<'_>,
+    mode: Mode,
+    what: &str,
+    fut: F,
+    convert: Convert<T>,
+) -> PyResult<Py<PyAny>>
+where
+    T: Send + 'static,
+    F: Future<Output = Done<T>> + Send + 'static,
+{
+    match mode {
+        Mode::Await => Ok(awaitable(py, what, fut, convert)?.unbind()),
+        Mode::Block => blocking(py, what, fut, convert),
+    }
 }

@@ -159,13 +159,8 @@ pub(crate) fn filter_env<'py>(
 
 /// What the shell parser finds in a command line: `{"programs", "unresolved", "plain"}`.
 #[pyfunction]
-pub(crate) fn parse_command_line<'py>(py: Python<'py>, line: &str) -> PyResult<Bound<'py, PyDict>> {
-    let p = ffi_check::parse_command_line(line);
-    let d = PyDict::new(py);
-    d.set_item("programs", p.programs)?;
-    d.set_item("unresolved", p.unresolved)?;
-    d.set_item("plain", p.plain)?;
-    Ok(d)
+pub(crate) fn parse_command_line(py: Python<'_>, line: &str) -> PyResult<Py<PyAny>> {
+    record(py, &ffi_check::parse_command_line(line))
 }
 
 /// Evaluate one call under a snapshot dict with the checker of its kind, exactly as the gate

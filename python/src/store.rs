@@ -4,12 +4,26 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 use serde_json::Value;
 use turngate_ffi::StoreHandle;
 
-use crate::aio::{awaitable, blocking};
+use crate::aio::{Mode, run};
 use crate::{IntoPy, from_py, json_out, to_py};
+
+/// `Store.wait_resolved` and `Gate.wait_resolved` (a gate waits on the store it records to):
+/// the stored approval `request_id` once resolved, or after `timeout_ms`.
+pub(crate) fn wait_resolved(
+    py: Python<'_>,
+    mode: Mode,
+    what: &str,
+    store: &Arc<StoreHandle>,
+    request_id: String,
+    timeout_ms: Option<u64>,
+) -> PyResult<Py<PyAny>> {
+    let store = Arc::clone(store);
+    let fut = async move { store.wait_resolved(&request_id, timeout_ms).await.into() };
+    run(py, mode, what, fut, json_out)
+}
 
 // ---- the store ------------------------------------------------------------------------------
 
@@ -45,15 +59,14 @@ impl PyStore {
     /// once, another within 100 ms), or `timeout_ms` passes (awaitable). Returns the approval
     /// (`{"request", "action", "resolution"?}`): resolved, or still pending after the timeout.
     #[pyo3(signature = (request_id, timeout_ms=None))]
-    fn wait_resolved<'py>(
+    fn wait_resolved(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         request_id: String,
         timeout_ms: Option<u64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let h = Arc::clone(&self.handle);
-        let fut = async move { h.wait_resolved(&request_id, timeout_ms).await.into() };
-        awaitable(py, "Store.wait_resolved", fut, json_out)
+    ) -> PyResult<Py<PyAny>> {
+        let what = "Store.wait_resolved";
+        wait_resolved(py, Mode::Await, what, &self.handle, request_id, timeout_ms)
     }
 
     /// `wait_resolved`, blocking the calling thread (GIL released).
@@ -64,9 +77,8 @@ impl PyStore {
         request_id: String,
         timeout_ms: Option<u64>,
     ) -> PyResult<Py<PyAny>> {
-        let h = Arc::clone(&self.handle);
-        let fut = async move { h.wait_resolved(&request_id, timeout_ms).await.into() };
-        blocking(py, "Store.wait_resolved", fut, json_out)
+        let what = "Store.wait_resolved";
+        wait_resolved(py, Mode::Block, what, &self.handle, request_id, timeout_ms)
     }
 
     /// The store's file.
@@ -132,10 +144,8 @@ impl PyStore {
     /// The stored approval `request_id` (`{"request", "action", "resolution"?}`), or None.
     fn approval<'py>(&self, py: Python<'py>, request_id: &str) -> PyResult<Bound<'py, PyAny>> {
         let h = &self.handle;
-        match py.detach(|| h.approval(request_id)).py_err(py)? {
-            Some(v) => to_py(py, &v),
-            None => Ok(py.None().into_bound(py)),
-        }
+        let v = py.detach(|| h.approval(request_id)).py_err(py)?;
+        to_py(py, &v)
     }
 
     /// Record a resolution for a stored approval (first one wins); returns
@@ -148,16 +158,12 @@ impl PyStore {
         request_id: &str,
         resolution: &str,
         reason: &str,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let h = &self.handle;
         let r = py
             .detach(|| h.resolve(request_id, resolution, reason))
             .py_err(py)?;
-        let d = PyDict::new(py);
-        d.set_item("resolution", r.resolution)?;
-        d.set_item("reason", r.reason)?;
-        d.set_item("applied", r.applied)?;
-        Ok(d)
+        to_py(py, &r)
     }
 
     /// Every change set a reviewed spawn (`Gate.spawn(..., review=True)`) recorded beside this
