@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use serde_json::Value;
 use turngate_ffi::{BrokerHandle, PendingHandle, SubscriptionHandle};
 
-use crate::aio::{Done, awaitable};
+use crate::aio::{Done, Mode, run};
 use crate::json_out;
 use crate::{IntoPy, InvalidInput, PyPolicy, action_tuple, from_py, to_py};
 
@@ -40,9 +40,10 @@ impl PySubscription {
         slf
     }
 
-    fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable(
+    fn __anext__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        run(
             py,
+            Mode::Await,
             "Subscription.__anext__",
             next_notification(Arc::clone(&self.handle)),
             json_out,
@@ -79,9 +80,10 @@ impl PyPending {
     }
 
     /// Wait for the outcome (awaitable).
-    fn wait<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable(
+    fn wait(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        run(
             py,
+            Mode::Await,
             "PendingApproval.wait",
             wait_pending(Arc::clone(&self.handle)),
             json_out,

@@ -68,7 +68,7 @@ pub(crate) fn tool_args(py: Python<'_>, kwargs: &Bound<'_, PyDict>) -> PyResult<
 /// exception it raises is reported as unraisable and does not stop the command.
 pub(crate) fn output_sink(callback: Py<PyAny>, event_loop: Option<Py<PyAny>>) -> OutputSink {
     OutputSink(Arc::new(move |stream: OutputStream, chunk: &[u8]| {
-        // Not during interpreter shutdown (see `aio::awaitable`).
+        // Not during interpreter shutdown (see `aio::run`).
         crate::aio::attach_from_runtime(|py| {
             let data = PyBytes::new(py, chunk);
             let result = match &event_loop {
