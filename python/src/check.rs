@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyMapping};
 use turngate_ffi::check::{self as ffi_check, SpawnPlanRecord, SpawnPlanRequest};
 
 use crate::gate::invocation;
@@ -83,8 +83,9 @@ fn env_arg(env: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(Vec<u8>, Vec<u8>)>> 
     let Some(env) = env.filter(|e| !e.is_none()) else {
         return Ok(Vec::new());
     };
-    let items = if let Ok(d) = env.cast::<PyDict>() {
-        d.items().into_any()
+    // Any `collections.abc.Mapping` (`os.environ` too) crosses as its items.
+    let items = if let Ok(m) = env.cast::<PyMapping>() {
+        m.items()?.into_any()
     } else {
         env.clone()
     };
