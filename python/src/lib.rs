@@ -428,10 +428,7 @@ impl PyPolicy {
         options: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let events = from_py(events, "events")?;
-        let options = match options {
-            Some(o) => from_py(o, "options")?,
-            None => Value::Null,
-        };
+        let options = optional_value(options, "options")?.unwrap_or(Value::Null);
         let v = self.handle.replay_events(events, options).py_err(py)?;
         to_py(py, &v)
     }
