@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 from typing import Any
 
@@ -408,6 +409,12 @@ def test_checkers_and_evaluate(workspace: Path) -> None:
     )
     assert [c["program"] for c in plan["commands"]] == ["cargo", "tee"]
     assert {"name": "GITHUB_TOKEN", "reason": "secret_name"} in plan["env"]["dropped"]
+    # Any Mapping is an env (the stub's `Mapping`), not only a dict: os.environ, a proxy.
+    proxy = types.MappingProxyType({"PATH": "/usr/bin", "GITHUB_TOKEN": "x"})
+    for env in (proxy, os.environ):
+        got = dict(turngate.filter_env(env, "all", str(workspace))["vars"])
+        assert got[b"PATH"] == os.fsencode(env["PATH"])
+    assert dict(turngate.filter_env(proxy, "filtered", str(workspace))["vars"]).get(b"GITHUB_TOKEN") is None
     e = turngate.evaluate(snap, "network", "HTTPS://Example.com/x")
     assert e["target"] == "example.com:443" and e["verdict"]["effect"] != "allow"
     with pytest.raises(turngate.InvalidInput, match="file_read or file_write"):
