@@ -178,6 +178,7 @@ pub trait ForeignApprover: Send + Sync {
 )]
 pub struct ApprovalAskRecord {
     /// The `TurnPermissionApprovalRequest`, exactly as shown.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub request: serde_json::Value,
     /// The action that runs when approved.
     pub action: ActionRecord,

@@ -84,6 +84,7 @@ pub enum AuthorizationRecord {
     /// Deferred: the request (a `TurnPermissionApprovalRequest`) is persisted in the store.
     Deferred {
         /// The request, exactly as shown.
+        #[schemars(with = "serde_json::Map<String, Value>")]
         request: Value,
         /// Why the call did not run, in words.
         reason: String,
@@ -148,6 +149,7 @@ pub struct ProcessOutcomeRecord {
     /// Whether stderr was truncated.
     pub stderr_truncated: bool,
     /// What the sandbox enforced (a `SandboxReport`), when one was requested.
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
     pub sandbox: Option<Value>,
     /// With `review`: the change set the command's writes became (pending; the workspace is
     /// untouched until it is applied). None for a spawn without review.
@@ -187,6 +189,7 @@ pub enum SpawnRecord {
     /// The approver deferred; the request is persisted.
     Deferred {
         /// The request, exactly as shown.
+        #[schemars(with = "serde_json::Map<String, Value>")]
         request: Value,
         /// Why the command did not run, in words.
         reason: String,

@@ -37,16 +37,19 @@ pub const DEFAULT_FETCH_BYTES: u64 = 1 << 20;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolOutcomeRecord {
     /// `ok`, `denied`, `deferred` or `failed` (allowed, but the I/O failed).
+    #[schemars(extend("enum" = ["ok", "denied", "deferred", "failed"]))]
     pub outcome: String,
     /// The text for the model, for every outcome.
     pub tool_result: String,
     /// `file_read`, `file_write`, `shell` or `network`.
+    #[schemars(extend("enum" = ["file_read", "file_write", "shell", "network"]))]
     pub kind: String,
     /// The action as checked: the resolved absolute path for files, the command line, the URL.
     pub target: String,
     /// Deferred only: the request's id (pass it back as `approval`).
     pub request_id: Option<String>,
     /// Deferred only: the approval request exactly as a person is shown it.
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
     pub request: Option<Value>,
     /// `read_file` and `fetch_url`: the content as text (invalid UTF-8 replaced).
     pub content: Option<String>,

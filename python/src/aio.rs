@@ -75,7 +75,8 @@ impl<T> From<Result<T, TurnGateError>> for Done<T> {
     }
 }
 
-type Convert<T> = fn(Python<'_>, T) -> PyResult<Py<PyAny>>;
+/// How a finished task's value becomes a Python object.
+pub(crate) type Convert<T> = fn(Python<'_>, T) -> PyResult<Py<PyAny>>;
 
 fn finish<T>(py: Python<'_>, done: Done<T>, convert: Convert<T>) -> PyResult<Py<PyAny>> {
     match done {
@@ -139,17 +140,43 @@ pub(crate) fn running_loop<'py>(py: Python<'py>, what: &str) -> PyResult<Bound<'
         })
 }
 
-/// Run `fut` on the runtime and return an asyncio future of its converted result.
-pub(crate) fn awaitable<'py, T, F>(
-    py: Python<'py>,
+/// How a call hands its result to Python: an asyncio future of it (the awaitable method) or
+/// the result itself, the calling thread blocked with the GIL released (its `_blocking` twin).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Await,
+    Block,
+}
+
+/// Run `fut` on the runtime and hand Python its converted result, as `mode` says (`what` names
+/// the awaitable method in errors). Awaited, the asyncio future is completed from the task, and
+/// cancelling it aborts the task. Blocking is refused inside a running event loop (the loop
+/// would stall while an async approver waits on it).
+pub(crate) fn run<T, F>(
+    py: Python<'_>,
+    mode: Mode,
     what: &str,
     fut: F,
     convert: Convert<T>,
-) -> PyResult<Bound<'py, PyAny>>
+) -> PyResult<Py<PyAny>>
 where
     T: Send + 'static,
     F: Future<Output = Done<T>> + Send + 'static,
 {
+    if mode == Mode::Block {
+        let asyncio = py.import(intern!(py, "asyncio"))?;
+        if !asyncio
+            .call_method0(intern!(py, "_get_running_loop"))?
+            .is_none()
+        {
+            return Err(PyRuntimeError::new_err(format!(
+                "{what}_blocking would stall the running event loop; use `await {what}(...)`"
+            )));
+        }
+        let rt = runtime(py)?;
+        let done = py.detach(|| rt.block_on(fut));
+        return finish(py, done, convert);
+    }
     let event_loop = running_loop(py, what)?;
     let py_fut = event_loop.call_method0(intern!(py, "create_future"))?;
     let (loop_ref, fut_ref) = (event_loop.unbind(), py_fut.clone().unbind());
@@ -173,31 +200,5 @@ where
         handle: task.abort_handle(),
     };
     py_fut.call_method1(intern!(py, "add_done_callback"), (abort,))?;
-    Ok(py_fut)
-}
-
-/// Run `fut` on the runtime with the GIL released and return its converted result. Refuses to
-/// run inside a running event loop (the loop would stall while an async approver waits on it).
-pub(crate) fn blocking<T, F>(
-    py: Python<'_>,
-    what: &str,
-    fut: F,
-    convert: Convert<T>,
-) -> PyResult<Py<PyAny>>
-where
-    T: Send + 'static,
-    F: Future<Output = Done<T>> + Send + 'static,
-{
-    let asyncio = py.import(intern!(py, "asyncio"))?;
-    if !asyncio
-        .call_method0(intern!(py, "_get_running_loop"))?
-        .is_none()
-    {
-        return Err(PyRuntimeError::new_err(format!(
-            "{what}_blocking would stall the running event loop; use `await {what}(...)`"
-        )));
-    }
-    let rt = runtime(py)?;
-    let done = py.detach(|| rt.block_on(fut));
-    finish(py, done, convert)
+    Ok(py_fut.unbind())
 }

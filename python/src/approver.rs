@@ -17,7 +17,7 @@ use turngate_ffi::approver::{
 };
 use turngate_ffi::{ActionRecord, RuleRecord};
 
-use crate::{InvalidInput, to_py};
+use crate::{InvalidInput, action_tuple, to_py};
 
 /// The event loop async approvers run on: the one the gate was last awaited from.
 pub(crate) type LoopSlot = Arc<Mutex<Option<Py<PyAny>>>>;
@@ -32,14 +32,17 @@ pub(crate) struct PyDecision {
     pub(crate) record: DecisionRecord,
 }
 
+/// The str item `k` of `d`, or None when it is missing or None.
+fn text_item(d: &Bound<'_, PyDict>, k: &str) -> PyResult<Option<String>> {
+    d.get_item(k)?
+        .filter(|v| !v.is_none())
+        .map(|v| v.extract())
+        .transpose()
+}
+
 fn action_arg(obj: &Bound<'_, PyAny>) -> PyResult<ActionRecord> {
     if let Ok(d) = obj.cast::<PyDict>() {
-        let get = |k: &str| -> PyResult<Option<String>> {
-            d.get_item(k)?
-                .filter(|v| !v.is_none())
-                .map(|v| v.extract())
-                .transpose()
-        };
+        let get = |k: &str| text_item(d, k);
         let (kind, target) = (get("kind")?, get("target")?);
         return match (kind, target) {
             (Some(kind), Some(target)) => Ok(ActionRecord {
@@ -52,15 +55,8 @@ fn action_arg(obj: &Bound<'_, PyAny>) -> PyResult<ActionRecord> {
             )),
         };
     }
-    if let Ok((kind, target, tool)) = obj.extract::<(String, String, Option<String>)>() {
-        return Ok(ActionRecord { kind, target, tool });
-    }
-    if let Ok((kind, target)) = obj.extract::<(String, String)>() {
-        return Ok(ActionRecord {
-            kind,
-            target,
-            tool: None,
-        });
+    if let Some(action) = action_tuple(obj) {
+        return Ok(action);
     }
     Err(InvalidInput::new_err(format!(
         "modified: expected a (kind, target[, tool]) tuple or a dict, got {}",
@@ -70,12 +66,7 @@ fn action_arg(obj: &Bound<'_, PyAny>) -> PyResult<ActionRecord> {
 
 fn rule_arg(i: usize, obj: &Bound<'_, PyAny>) -> PyResult<RuleRecord> {
     if let Ok(d) = obj.cast::<PyDict>() {
-        let get = |k: &str| -> PyResult<Option<String>> {
-            d.get_item(k)?
-                .filter(|v| !v.is_none())
-                .map(|v| v.extract())
-                .transpose()
-        };
+        let get = |k: &str| text_item(d, k);
         if let (Some(kind), Some(effect), Some(pattern)) =
             (get("kind")?, get("effect")?, get("pattern")?)
         {

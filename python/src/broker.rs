@@ -4,13 +4,12 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 use serde_json::Value;
 use turngate_ffi::{BrokerHandle, PendingHandle, SubscriptionHandle};
 
-use crate::aio::{Done, awaitable};
+use crate::aio::{Done, Mode, run};
 use crate::json_out;
-use crate::{IntoPy, InvalidInput, PyPolicy, from_py, to_py};
+use crate::{IntoPy, InvalidInput, PyPolicy, action_tuple, from_py, to_py};
 
 // ---- the broker -----------------------------------------------------------------------------
 
@@ -41,9 +40,10 @@ impl PySubscription {
         slf
     }
 
-    fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable(
+    fn __anext__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        run(
             py,
+            Mode::Await,
             "Subscription.__anext__",
             next_notification(Arc::clone(&self.handle)),
             json_out,
@@ -52,10 +52,7 @@ impl PySubscription {
 
     /// The next queued notification, or None without waiting.
     fn try_next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        match self.handle.try_next().py_err(py)? {
-            Some(v) => to_py(py, &v),
-            None => Ok(py.None().into_bound(py)),
-        }
+        to_py(py, &self.handle.try_next().py_err(py)?)
     }
 
     /// End the subscription.
@@ -83,9 +80,10 @@ impl PyPending {
     }
 
     /// Wait for the outcome (awaitable).
-    fn wait<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        awaitable(
+    fn wait(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        run(
             py,
+            Mode::Await,
             "PendingApproval.wait",
             wait_pending(Arc::clone(&self.handle)),
             json_out,
@@ -94,15 +92,8 @@ impl PyPending {
 }
 
 fn action_record(obj: &Bound<'_, PyAny>) -> PyResult<turngate_ffi::ActionRecord> {
-    if let Ok((kind, target, tool)) = obj.extract::<(String, String, Option<String>)>() {
-        return Ok(turngate_ffi::ActionRecord { kind, target, tool });
-    }
-    if let Ok((kind, target)) = obj.extract::<(String, String)>() {
-        return Ok(turngate_ffi::ActionRecord {
-            kind,
-            target,
-            tool: None,
-        });
+    if let Some(action) = action_tuple(obj) {
+        return Ok(action);
     }
     let v = from_py(obj, "action")?;
     let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
@@ -163,12 +154,8 @@ impl PyBroker {
         py: Python<'py>,
         id: &str,
         resolution: &str,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        let r = self.handle.respond(id, resolution).py_err(py)?;
-        let d = PyDict::new(py);
-        d.set_item("outcome", to_py(py, &r.outcome)?)?;
-        d.set_item("applied", r.applied)?;
-        Ok(d)
+    ) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.handle.respond(id, resolution).py_err(py)?)
     }
 
     /// The open requests, oldest first.
@@ -179,10 +166,7 @@ impl PyBroker {
 
     /// The recorded outcome of request `id`, or None while it is open.
     fn outcome<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyAny>> {
-        match self.handle.outcome(id).py_err(py)? {
-            Some(v) => to_py(py, &v),
-            None => Ok(py.None().into_bound(py)),
-        }
+        to_py(py, &self.handle.outcome(id).py_err(py)?)
     }
 
     /// True when `scope_hash` was granted `allow_for_turn` in `turn_id`.

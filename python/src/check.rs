@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::PyMapping;
 use turngate_ffi::check::{self as ffi_check, SpawnPlanRequest};
 
 use crate::gate::invocation;
@@ -55,8 +55,9 @@ fn env_arg(env: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(Vec<u8>, Vec<u8>)>> 
     let Some(env) = env.filter(|e| !e.is_none()) else {
         return Ok(Vec::new());
     };
-    let items = if let Ok(d) = env.cast::<PyDict>() {
-        d.items().into_any()
+    // Any `collections.abc.Mapping` (`os.environ` too) crosses as its items.
+    let items = if let Ok(m) = env.cast::<PyMapping>() {
+        m.items()?.into_any()
     } else {
         env.clone()
     };
@@ -131,13 +132,8 @@ pub(crate) fn filter_env<'py>(
 
 /// What the shell parser finds in a command line: `{"programs", "unresolved", "plain"}`.
 #[pyfunction]
-pub(crate) fn parse_command_line<'py>(py: Python<'py>, line: &str) -> PyResult<Bound<'py, PyDict>> {
-    let p = ffi_check::parse_command_line(line);
-    let d = PyDict::new(py);
-    d.set_item("programs", p.programs)?;
-    d.set_item("unresolved", p.unresolved)?;
-    d.set_item("plain", p.plain)?;
-    Ok(d)
+pub(crate) fn parse_command_line(py: Python<'_>, line: &str) -> PyResult<Py<PyAny>> {
+    record(py, &ffi_check::parse_command_line(line))
 }
 
 /// Evaluate one call under a snapshot dict with the checker of its kind, exactly as the gate

@@ -1,6 +1,7 @@
 //! The gate of one turn for Python (`Gate`) and its results (`SpawnResult`, opened files,
 //! the `Authorization` dict). Nothing here decides anything.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use pyo3::intern;
@@ -9,14 +10,15 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 use serde_json::Value;
 use turngate_ffi::{
     ApproverHandle, AuthorizationRecord, DecisionRecord, DenialRecord, GateHandle,
-    InvocationRecord, OpenRecord, SpawnRecord,
+    InvocationRecord, OpenRecord, SpawnRecord, StoreHandle,
 };
 
-use crate::aio::{Done, awaitable, blocking, running_loop};
+use crate::aio::{Convert, Done, Mode, run, running_loop};
 use crate::approver::{LoopSlot, PyApprover, decision_of};
 use crate::broker::PyBroker;
-use crate::store::PyStore;
-use crate::{IntoPy, InvalidInput, PermissionDenied, from_py, record, to_py};
+use crate::store::{PyStore, wait_resolved};
+use crate::tools::{output_sink, tool_args, tool_out, tool_task};
+use crate::{IntoPy, InvalidInput, PermissionDenied, from_py, path_or_value, record, to_py};
 
 fn auth_out(py: Python<'_>, a: AuthorizationRecord) -> PyResult<Py<PyAny>> {
     record(py, &a)
@@ -82,6 +84,8 @@ fn open_write_out(py: Python<'_>, o: OpenRecord) -> PyResult<Py<PyAny>> {
 #[pyclass(frozen, subclass, module = "turngate", name = "Gate")]
 pub(crate) struct PyGate {
     handle: Arc<GateHandle>,
+    /// The store the gate records to (`wait_resolved` waits on it).
+    store: Arc<StoreHandle>,
     event_loop: LoopSlot,
 }
 
@@ -119,15 +123,9 @@ fn invocation_of(
 ) -> PyResult<InvocationRecord> {
     let mut fields = serde_json::Map::new();
     if let Some(options) = options {
-        let os = options.py().import(intern!(options.py(), "os"))?;
         for (k, v) in options.iter() {
             let key: String = k.extract()?;
-            let v = if v.hasattr(intern!(options.py(), "__fspath__"))? {
-                os.call_method1(intern!(options.py(), "fspath"), (v,))?
-            } else {
-                v
-            };
-            fields.insert(key, from_py(&v, "options")?);
+            fields.insert(key, path_or_value(&v, "options")?);
         }
     }
     fields.insert("kind".into(), kind.into());
@@ -156,12 +154,72 @@ pub(crate) fn invocation(
 }
 
 impl PyGate {
-    fn remember_loop(&self, py: Python<'_>, what: &str) -> PyResult<()> {
-        let l = running_loop(py, what)?;
-        if let Ok(mut slot) = self.event_loop.lock() {
-            *slot = Some(l.unbind());
+    /// Run the task `start` makes in `mode` (`what` names the awaitable method). An awaitable
+    /// call first remembers the running loop: async approvers run on it.
+    fn call<T, F>(
+        &self,
+        py: Python<'_>,
+        mode: Mode,
+        what: &str,
+        start: impl FnOnce(Arc<GateHandle>) -> PyResult<F>,
+        convert: Convert<T>,
+    ) -> PyResult<Py<PyAny>>
+    where
+        T: Send + 'static,
+        F: Future<Output = Done<T>> + Send + 'static,
+    {
+        if mode == Mode::Await {
+            let l = running_loop(py, what)?;
+            if let Ok(mut slot) = self.event_loop.lock() {
+                *slot = Some(l.unbind());
+            }
         }
-        Ok(())
+        let fut = start(Arc::clone(&self.handle))?;
+        run(py, mode, what, fut, convert)
+    }
+
+    /// `open_read` (`write` false) or `open_write` in `mode`.
+    fn open_in(
+        &self,
+        py: Python<'_>,
+        mode: Mode,
+        path: &std::path::Path,
+        tool: Option<String>,
+        write: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let (kind, what, convert): (_, _, Convert<OpenRecord>) = if write {
+            ("file_write", "Gate.open_write", open_write_out)
+        } else {
+            ("file_read", "Gate.open_read", open_read_out)
+        };
+        let inv = invocation(kind, &path.to_string_lossy(), tool, None, None, None);
+        self.call(py, mode, what, |g| Ok(open_task(g, inv, write)), convert)
+    }
+
+    /// `_tool` in `mode`: `on_output` is called on the running loop when awaited, else from a
+    /// worker thread.
+    fn tool_in(
+        &self,
+        py: Python<'_>,
+        mode: Mode,
+        name: &str,
+        data: Option<Vec<u8>>,
+        on_output: Option<Py<PyAny>>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let start = |g| {
+            let args = match kwargs {
+                Some(k) => tool_args(py, k)?,
+                None => Value::Object(serde_json::Map::new()),
+            };
+            let event_loop = match mode {
+                Mode::Await => Some(running_loop(py, name)?.unbind()),
+                Mode::Block => None,
+            };
+            let sink = on_output.map(|cb| output_sink(cb, event_loop));
+            Ok(tool_task(g, name.to_owned(), args, data, sink))
+        };
+        self.call(py, mode, name, start, tool_out)
     }
 }
 
@@ -217,7 +275,11 @@ impl PyGate {
         let handle = py
             .detach(|| GateHandle::new(turn_id, snapshot, &store, &approver, broker.as_deref()))
             .py_err(py)?;
-        Ok(PyGate { handle, event_loop })
+        Ok(PyGate {
+            handle,
+            store,
+            event_loop,
+        })
     }
 
     /// The turn id.
@@ -253,17 +315,15 @@ impl PyGate {
     /// ask the approver on ask, re-check its answer, record audit rows. Returns an
     /// `Authorization`.
     #[pyo3(signature = (kind, target, **options))]
-    fn authorize<'py>(
+    fn authorize(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         kind: &str,
         target: &str,
-        options: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.remember_loop(py, "Gate.authorize")?;
-        let inv = invocation_of(kind, target, options)?;
-        let fut = authorize_task(Arc::clone(&self.handle), inv);
-        awaitable(py, "Gate.authorize", fut, auth_out)
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let start = |g| Ok(authorize_task(g, invocation_of(kind, target, options)?));
+        self.call(py, Mode::Await, "Gate.authorize", start, auth_out)
     }
 
     /// `authorize`, blocking the calling thread (GIL released). An `async def` approver runs
@@ -276,9 +336,8 @@ impl PyGate {
         target: &str,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let inv = invocation_of(kind, target, options)?;
-        let fut = authorize_task(Arc::clone(&self.handle), inv);
-        blocking(py, "Gate.authorize", fut, auth_out)
+        let start = |g| Ok(authorize_task(g, invocation_of(kind, target, options)?));
+        self.call(py, Mode::Block, "Gate.authorize", start, auth_out)
     }
 
     /// Authorize a shell command and, when allowed, run it under the snapshot's sandbox
@@ -288,20 +347,15 @@ impl PyGate {
     /// the workspace untouched until `Store.apply_change_set`; raises `ChangesError`
     /// (`unavailable`) or `RunError` where that cannot be done, never runs unreviewed.
     #[pyo3(signature = (command_line, **options))]
-    fn spawn<'py>(
+    fn spawn(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         command_line: &str,
-        options: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.remember_loop(py, "Gate.spawn")?;
-        let inv = invocation_of("shell_command", command_line, options)?;
-        awaitable(
-            py,
-            "Gate.spawn",
-            spawn_task(Arc::clone(&self.handle), inv),
-            spawn_out,
-        )
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let inv = || invocation_of("shell_command", command_line, options);
+        let start = |g| Ok(spawn_task(g, inv()?));
+        self.call(py, Mode::Await, "Gate.spawn", start, spawn_out)
     }
 
     /// `spawn`, blocking the calling thread (GIL released).
@@ -312,13 +366,9 @@ impl PyGate {
         command_line: &str,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let inv = invocation_of("shell_command", command_line, options)?;
-        blocking(
-            py,
-            "Gate.spawn",
-            spawn_task(Arc::clone(&self.handle), inv),
-            spawn_out,
-        )
+        let inv = || invocation_of("shell_command", command_line, options);
+        let start = |g| Ok(spawn_task(g, inv()?));
+        self.call(py, Mode::Block, "Gate.spawn", start, spawn_out)
     }
 
     /// Run the stored shell command of an already approved request (by id) under the
@@ -326,8 +376,8 @@ impl PyGate {
     /// `SpawnResult`. An unresolved, denied or spent (`already_used`) request raises
     /// `ApprovalError`: no command line runs without a decision.
     fn run_approved_blocking(&self, py: Python<'_>, request_id: &str) -> PyResult<Py<PyAny>> {
-        let fut = run_approved_task(Arc::clone(&self.handle), request_id.to_owned());
-        blocking(py, "Gate.run_approved", fut, spawn_out)
+        let start = |g| Ok(run_approved_task(g, request_id.to_owned()));
+        self.call(py, Mode::Block, "Gate.run_approved", start, spawn_out)
     }
 
     /// Decide a deferred shell command with `decision` and, when allowed, run exactly its
@@ -340,8 +390,8 @@ impl PyGate {
         decision: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
         let decision = decision_of(decision).map_err(InvalidInput::new_err)?;
-        let fut = resume_spawn_task(Arc::clone(&self.handle), request_id.to_owned(), decision);
-        blocking(py, "Gate.resume_spawn", fut, spawn_out)
+        let start = |g| Ok(resume_spawn_task(g, request_id.to_owned(), decision));
+        self.call(py, Mode::Block, "Gate.resume_spawn", start, spawn_out)
     }
 
     /// Decide a deferred request (possibly persisted by another process) with `decision` (a
@@ -371,15 +421,14 @@ impl PyGate {
     /// 100 ms), or `timeout_ms` passes (awaitable). Returns its stored approval; then
     /// `resume(request_id)` (or `run_approved`) acts on the recorded decision.
     #[pyo3(signature = (request_id, timeout_ms=None))]
-    fn wait_resolved<'py>(
+    fn wait_resolved(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         request_id: String,
         timeout_ms: Option<u64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let h = Arc::clone(&self.handle);
-        let fut = async move { h.wait_resolved(&request_id, timeout_ms).await.into() };
-        awaitable(py, "Gate.wait_resolved", fut, crate::json_out)
+    ) -> PyResult<Py<PyAny>> {
+        let what = "Gate.wait_resolved";
+        wait_resolved(py, Mode::Await, what, &self.store, request_id, timeout_ms)
     }
 
     /// `wait_resolved`, blocking the calling thread (GIL released).
@@ -390,45 +439,31 @@ impl PyGate {
         request_id: String,
         timeout_ms: Option<u64>,
     ) -> PyResult<Py<PyAny>> {
-        let h = Arc::clone(&self.handle);
-        let fut = async move { h.wait_resolved(&request_id, timeout_ms).await.into() };
-        blocking(py, "Gate.wait_resolved", fut, crate::json_out)
+        let what = "Gate.wait_resolved";
+        wait_resolved(py, Mode::Block, what, &self.store, request_id, timeout_ms)
     }
 
     /// Authorize a read and open the file race-free beneath its root (awaitable): a binary
     /// file object, or `PermissionDenied` (with `reason` and `tool_result`).
     #[pyo3(signature = (path, *, tool=None))]
-    fn open_read<'py>(
+    fn open_read(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         path: std::path::PathBuf,
         tool: Option<String>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.remember_loop(py, "Gate.open_read")?;
-        let inv = invocation("file_read", &path.to_string_lossy(), tool, None, None, None);
-        let fut = open_task(Arc::clone(&self.handle), inv, false);
-        awaitable(py, "Gate.open_read", fut, open_read_out)
+    ) -> PyResult<Py<PyAny>> {
+        self.open_in(py, Mode::Await, &path, tool, false)
     }
 
     /// Authorize a write and open (create or truncate) the file race-free (awaitable).
     #[pyo3(signature = (path, *, tool=None))]
-    fn open_write<'py>(
+    fn open_write(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         path: std::path::PathBuf,
         tool: Option<String>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.remember_loop(py, "Gate.open_write")?;
-        let inv = invocation(
-            "file_write",
-            &path.to_string_lossy(),
-            tool,
-            None,
-            None,
-            None,
-        );
-        let fut = open_task(Arc::clone(&self.handle), inv, true);
-        awaitable(py, "Gate.open_write", fut, open_write_out)
+    ) -> PyResult<Py<PyAny>> {
+        self.open_in(py, Mode::Await, &path, tool, true)
     }
 
     /// `open_read`, blocking.
@@ -439,9 +474,7 @@ impl PyGate {
         path: std::path::PathBuf,
         tool: Option<String>,
     ) -> PyResult<Py<PyAny>> {
-        let inv = invocation("file_read", &path.to_string_lossy(), tool, None, None, None);
-        let fut = open_task(Arc::clone(&self.handle), inv, false);
-        blocking(py, "Gate.open_read", fut, open_read_out)
+        self.open_in(py, Mode::Block, &path, tool, false)
     }
 
     /// `open_write`, blocking.
@@ -452,16 +485,7 @@ impl PyGate {
         path: std::path::PathBuf,
         tool: Option<String>,
     ) -> PyResult<Py<PyAny>> {
-        let inv = invocation(
-            "file_write",
-            &path.to_string_lossy(),
-            tool,
-            None,
-            None,
-            None,
-        );
-        let fut = open_task(Arc::clone(&self.handle), inv, true);
-        blocking(py, "Gate.open_write", fut, open_write_out)
+        self.open_in(py, Mode::Block, &path, tool, true)
     }
 
     /// Check a URL and resolve it (GIL released): the network check dict plus `addrs`, the
@@ -490,24 +514,15 @@ impl PyGate {
     /// ...}` with the vetted addresses. `data`: `write_file`'s content or `run_shell`'s stdin
     /// as bytes. Use the `read_file`, `write_file`, ... methods instead.
     #[pyo3(signature = (name, data=None, on_output=None, **kwargs))]
-    fn _tool<'py>(
+    fn _tool(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         name: &str,
         data: Option<Vec<u8>>,
         on_output: Option<Py<PyAny>>,
-        kwargs: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        self.remember_loop(py, name)?;
-        let args = match kwargs {
-            Some(k) => crate::tools::tool_args(py, k)?,
-            None => Value::Object(serde_json::Map::new()),
-        };
-        let event_loop = running_loop(py, name)?.unbind();
-        let sink = on_output.map(|cb| crate::tools::output_sink(cb, Some(event_loop)));
-        let fut =
-            crate::tools::tool_task(Arc::clone(&self.handle), name.to_owned(), args, data, sink);
-        awaitable(py, name, fut, crate::tools::tool_out)
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        self.tool_in(py, Mode::Await, name, data, on_output, kwargs)
     }
 
     /// `_tool`, blocking the calling thread (GIL released; `on_output` is called from a
@@ -521,22 +536,14 @@ impl PyGate {
         on_output: Option<Py<PyAny>>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let args = match kwargs {
-            Some(k) => crate::tools::tool_args(py, k)?,
-            None => Value::Object(serde_json::Map::new()),
-        };
-        let sink = on_output.map(|cb| crate::tools::output_sink(cb, None));
-        let fut =
-            crate::tools::tool_task(Arc::clone(&self.handle), name.to_owned(), args, data, sink);
-        blocking(py, name, fut, crate::tools::tool_out)
+        self.tool_in(py, Mode::Block, name, data, on_output, kwargs)
     }
 
     /// Run the stored shell command of an already approved request (awaitable): the async
     /// form of `run_approved_blocking`.
-    fn run_approved<'py>(&self, py: Python<'py>, request_id: &str) -> PyResult<Bound<'py, PyAny>> {
-        self.remember_loop(py, "Gate.run_approved")?;
-        let fut = run_approved_task(Arc::clone(&self.handle), request_id.to_owned());
-        awaitable(py, "Gate.run_approved", fut, spawn_out)
+    fn run_approved(&self, py: Python<'_>, request_id: &str) -> PyResult<Py<PyAny>> {
+        let start = |g| Ok(run_approved_task(g, request_id.to_owned()));
+        self.call(py, Mode::Await, "Gate.run_approved", start, spawn_out)
     }
 
     fn __repr__(&self) -> String {

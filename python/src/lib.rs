@@ -199,6 +199,30 @@ pub(crate) fn from_py(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
     )))
 }
 
+/// An action given as a `(kind, target)` or `(kind, target, tool)` tuple of str, or None.
+pub(crate) fn action_tuple(obj: &Bound<'_, PyAny>) -> Option<ActionRecord> {
+    if let Ok((kind, target, tool)) = obj.extract::<(String, String, Option<String>)>() {
+        return Some(ActionRecord { kind, target, tool });
+    }
+    let (kind, target) = obj.extract::<(String, String)>().ok()?;
+    Some(ActionRecord {
+        kind,
+        target,
+        tool: None,
+    })
+}
+
+/// [`from_py`], an `os.PathLike` taken as its path (`os.fspath`, which checks what
+/// `__fspath__` returns).
+pub(crate) fn path_or_value(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
+    let py = obj.py();
+    if obj.hasattr(intern!(py, "__fspath__"))? {
+        let os = py.import(intern!(py, "os"))?;
+        return from_py(&os.call_method1(intern!(py, "fspath"), (obj,))?, what);
+    }
+    from_py(obj, what)
+}
+
 fn optional_value(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Value>> {
     match obj {
         None => Ok(None),
@@ -404,10 +428,7 @@ impl PyPolicy {
         options: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let events = from_py(events, "events")?;
-        let options = match options {
-            Some(o) => from_py(o, "options")?,
-            None => Value::Null,
-        };
+        let options = optional_value(options, "options")?.unwrap_or(Value::Null);
         let v = self.handle.replay_events(events, options).py_err(py)?;
         to_py(py, &v)
     }
@@ -435,21 +456,11 @@ impl PyPolicy {
         let mut records = Vec::new();
         for (i, item) in actions.try_iter()?.enumerate() {
             let item = item?;
-            let record = match item.extract::<(String, String, Option<String>)>() {
-                Ok((kind, target, tool)) => ActionRecord { kind, target, tool },
-                Err(_) => match item.extract::<(String, String)>() {
-                    Ok((kind, target)) => ActionRecord {
-                        kind,
-                        target,
-                        tool: None,
-                    },
-                    Err(_) => {
-                        return Err(InvalidInput::new_err(format!(
-                            "actions[{i}]: expected a (kind, target) or (kind, target, tool) tuple of str, got {}",
-                            item.repr()?
-                        )));
-                    }
-                },
+            let Some(record) = action_tuple(&item) else {
+                return Err(InvalidInput::new_err(format!(
+                    "actions[{i}]: expected a (kind, target) or (kind, target, tool) tuple of str, got {}",
+                    item.repr()?
+                )));
             };
             records.push(record);
         }

@@ -4,12 +4,26 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
 use serde_json::Value;
-use turngate_ffi::StoreHandle;
+use turngate_ffi::{StoreHandle, TurnGateError};
 
-use crate::aio::{awaitable, blocking};
+use crate::aio::{Mode, run};
 use crate::{IntoPy, from_py, json_out, to_py};
+
+/// `Store.wait_resolved` and `Gate.wait_resolved` (a gate waits on the store it records to):
+/// the stored approval `request_id` once resolved, or after `timeout_ms`.
+pub(crate) fn wait_resolved(
+    py: Python<'_>,
+    mode: Mode,
+    what: &str,
+    store: &Arc<StoreHandle>,
+    request_id: String,
+    timeout_ms: Option<u64>,
+) -> PyResult<Py<PyAny>> {
+    let store = Arc::clone(store);
+    let fut = async move { store.wait_resolved(&request_id, timeout_ms).await.into() };
+    run(py, mode, what, fut, json_out)
+}
 
 // ---- the store ------------------------------------------------------------------------------
 
@@ -17,6 +31,19 @@ use crate::{IntoPy, from_py, json_out, to_py};
 #[pyclass(frozen, module = "turngate", name = "Store")]
 pub(crate) struct PyStore {
     pub(crate) handle: Arc<StoreHandle>,
+}
+
+impl PyStore {
+    /// `f` on the store with the GIL released, its result as Python objects.
+    fn detached<'py, T: serde::Serialize + Send>(
+        &self,
+        py: Python<'py>,
+        f: impl FnOnce(&StoreHandle) -> Result<T, TurnGateError> + Send,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let h = &self.handle;
+        let v = py.detach(|| f(h)).py_err(py)?;
+        to_py(py, &v)
+    }
 }
 
 #[pymethods]
@@ -45,15 +72,14 @@ impl PyStore {
     /// once, another within 100 ms), or `timeout_ms` passes (awaitable). Returns the approval
     /// (`{"request", "action", "resolution"?}`): resolved, or still pending after the timeout.
     #[pyo3(signature = (request_id, timeout_ms=None))]
-    fn wait_resolved<'py>(
+    fn wait_resolved(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         request_id: String,
         timeout_ms: Option<u64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let h = Arc::clone(&self.handle);
-        let fut = async move { h.wait_resolved(&request_id, timeout_ms).await.into() };
-        awaitable(py, "Store.wait_resolved", fut, json_out)
+    ) -> PyResult<Py<PyAny>> {
+        let what = "Store.wait_resolved";
+        wait_resolved(py, Mode::Await, what, &self.handle, request_id, timeout_ms)
     }
 
     /// `wait_resolved`, blocking the calling thread (GIL released).
@@ -64,9 +90,8 @@ impl PyStore {
         request_id: String,
         timeout_ms: Option<u64>,
     ) -> PyResult<Py<PyAny>> {
-        let h = Arc::clone(&self.handle);
-        let fut = async move { h.wait_resolved(&request_id, timeout_ms).await.into() };
-        blocking(py, "Store.wait_resolved", fut, json_out)
+        let what = "Store.wait_resolved";
+        wait_resolved(py, Mode::Block, what, &self.handle, request_id, timeout_ms)
     }
 
     /// The store's file.
@@ -95,25 +120,17 @@ impl PyStore {
         since: Option<String>,
         workspace: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let h = &self.handle;
         if let Ok(policy) = what.cast::<crate::PyPolicy>() {
             let policy = policy.get().handle.clone();
-            let options = serde_json::json!({"turn": turn, "since": since, "workspace": workspace});
-            let options = Value::Object(
-                options
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .filter(|(_, v)| !v.is_null())
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            );
-            let v = py.detach(|| h.replay_policy(&policy, options)).py_err(py)?;
-            return to_py(py, &v);
+            let given = [("turn", turn), ("since", since), ("workspace", workspace)];
+            let options = given
+                .into_iter()
+                .filter_map(|(k, v)| Some((k.to_owned(), v?.into())));
+            let options = Value::Object(options.collect());
+            return self.detached(py, |h| h.replay_policy(&policy, options));
         }
         let turn_id: String = what.extract()?;
-        let v = py.detach(|| h.replay(&turn_id)).py_err(py)?;
-        to_py(py, &v)
+        self.detached(py, |h| h.replay(&turn_id))
     }
 
     /// Every turn id with events, oldest first.
@@ -124,18 +141,12 @@ impl PyStore {
 
     /// Every stored approval without a resolution (`{"request", "action"}`), oldest first.
     fn pending_approvals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let h = &self.handle;
-        let v = py.detach(|| h.pending_approvals()).py_err(py)?;
-        to_py(py, &v)
+        self.detached(py, |h| h.pending_approvals())
     }
 
     /// The stored approval `request_id` (`{"request", "action", "resolution"?}`), or None.
     fn approval<'py>(&self, py: Python<'py>, request_id: &str) -> PyResult<Bound<'py, PyAny>> {
-        let h = &self.handle;
-        match py.detach(|| h.approval(request_id)).py_err(py)? {
-            Some(v) => to_py(py, &v),
-            None => Ok(py.None().into_bound(py)),
-        }
+        self.detached(py, |h| h.approval(request_id))
     }
 
     /// Record a resolution for a stored approval (first one wins); returns
@@ -148,32 +159,20 @@ impl PyStore {
         request_id: &str,
         resolution: &str,
         reason: &str,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        let h = &self.handle;
-        let r = py
-            .detach(|| h.resolve(request_id, resolution, reason))
-            .py_err(py)?;
-        let d = PyDict::new(py);
-        d.set_item("resolution", r.resolution)?;
-        d.set_item("reason", r.reason)?;
-        d.set_item("applied", r.applied)?;
-        Ok(d)
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.detached(py, |h| h.resolve(request_id, resolution, reason))
     }
 
     /// Every change set a reviewed spawn (`Gate.spawn(..., review=True)`) recorded beside this
     /// store, oldest first (`ChangeSet` dicts).
     fn change_sets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let h = &self.handle;
-        let v = py.detach(|| h.change_sets()).py_err(py)?;
-        to_py(py, &v)
+        self.detached(py, |h| h.change_sets())
     }
 
     /// The change set `id` (a `ChangeSet` dict, a unified diff per text file). Raises
     /// `ChangesError` (`code` `bad_id` for a path such as `../x`, `not_found`).
     fn change_set<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Bound<'py, PyAny>> {
-        let h = &self.handle;
-        let v = py.detach(|| h.change_set(id)).py_err(py)?;
-        to_py(py, &v)
+        self.detached(py, |h| h.change_set(id))
     }
 
     /// Apply change set `id` to the workspace, all or nothing; returns the applied
@@ -190,9 +189,7 @@ impl PyStore {
         by: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let options = turngate_ffi::ApplyOptionsRecord { confirm_asks, by };
-        let h = &self.handle;
-        let v = py.detach(|| h.apply_change_set(id, &options)).py_err(py)?;
-        to_py(py, &v)
+        self.detached(py, |h| h.apply_change_set(id, &options))
     }
 
     /// Discard change set `id` (its writes are dropped; the workspace was never touched);
@@ -204,11 +201,7 @@ impl PyStore {
         id: &str,
         by: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let h = &self.handle;
-        let v = py
-            .detach(|| h.discard_change_set(id, by.as_deref()))
-            .py_err(py)?;
-        to_py(py, &v)
+        self.detached(py, |h| h.discard_change_set(id, by.as_deref()))
     }
 
     fn __repr__(&self) -> String {

@@ -13,7 +13,7 @@ use turngate_ffi::tools::{ApprovalRecord, OutputSink, OutputStream, ToolStep};
 
 use crate::aio::Done;
 use crate::approver::decision_of;
-use crate::{IntoPy, InvalidInput, from_py, record};
+use crate::{IntoPy, InvalidInput, from_py, path_or_value, record};
 
 /// The `approval` argument: `{"request_id": str, "decision": Decision | bool | "allow_once" |
 /// "allow_for_turn" | "deny"}`.
@@ -46,7 +46,6 @@ fn approval_of(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<ApprovalRecord>
 /// A tool's keyword arguments as the facade's JSON arguments (`None` values left out, paths
 /// as text, `approval` converted).
 pub(crate) fn tool_args(py: Python<'_>, kwargs: &Bound<'_, PyDict>) -> PyResult<Value> {
-    let os = py.import(intern!(py, "os"))?;
     let mut fields = serde_json::Map::new();
     for (k, v) in kwargs.iter() {
         if v.is_none() {
@@ -56,10 +55,8 @@ pub(crate) fn tool_args(py: Python<'_>, kwargs: &Bound<'_, PyDict>) -> PyResult<
         let value = if key == "approval" {
             serde_json::to_value(approval_of(py, &v)?)
                 .map_err(|e| InvalidInput::new_err(format!("approval: {e}")))?
-        } else if v.hasattr(intern!(py, "__fspath__"))? {
-            from_py(&os.call_method1(intern!(py, "fspath"), (v,))?, &key)?
         } else {
-            from_py(&v, &key)?
+            path_or_value(&v, &key)?
         };
         fields.insert(key, value);
     }
@@ -71,7 +68,7 @@ pub(crate) fn tool_args(py: Python<'_>, kwargs: &Bound<'_, PyDict>) -> PyResult<
 /// exception it raises is reported as unraisable and does not stop the command.
 pub(crate) fn output_sink(callback: Py<PyAny>, event_loop: Option<Py<PyAny>>) -> OutputSink {
     OutputSink(Arc::new(move |stream: OutputStream, chunk: &[u8]| {
-        // Not during interpreter shutdown (see `aio::awaitable`).
+        // Not during interpreter shutdown (see `aio::run`).
         crate::aio::attach_from_runtime(|py| {
             let data = PyBytes::new(py, chunk);
             let result = match &event_loop {

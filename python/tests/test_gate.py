@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 from typing import Any
 
@@ -409,6 +410,15 @@ def test_checkers_and_evaluate(workspace: Path) -> None:
     assert [c["program"] for c in plan["commands"]] == ["cargo", "tee"]
     assert {"name": "GITHUB_TOKEN", "reason": "secret_name"} in plan["env"]["dropped"]
     assert {"name": b"PATH", "value": b"/usr/bin"} in plan["env"]["vars"]
+    # Any Mapping is an env (the stub's `Mapping`), not only a dict: os.environ, a proxy.
+    proxy = types.MappingProxyType({"PATH": "/usr/bin", "GITHUB_TOKEN": "x"})
+
+    def kept(env: Any, mode: str) -> dict[bytes, bytes]:
+        return {kv["name"]: kv["value"] for kv in turngate.filter_env(env, mode, str(workspace))["vars"]}
+
+    for env in (proxy, os.environ):
+        assert kept(env, "all")[b"PATH"] == os.fsencode(env["PATH"])
+    assert kept(proxy, "filtered").get(b"GITHUB_TOKEN") is None
     e = turngate.evaluate(snap, "network", "HTTPS://Example.com/x")
     assert e["target"] == "example.com:443" and e["verdict"]["effect"] != "allow"
     with pytest.raises(turngate.InvalidInput, match="file_read or file_write"):

@@ -18,7 +18,7 @@ from typing import Any, Callable, Literal, Optional, TypeVar, Union, cast
 from ._turngate import PermissionDenied
 from ._turngate import Gate as _Gate
 from ._tools import ToolsMixin
-from ._types import Allowed, Authorization
+from ._types import Authorization
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,13 +32,18 @@ def _refusal(auth: Authorization) -> str:
     return auth["tool_result"] or auth["reason"] or auth["outcome"]
 
 
-def _raise(auth: Authorization, kind: str, target: str) -> None:
-    err = PermissionDenied(_refusal(auth))
-    err.reason = auth["reason"] if auth["outcome"] != "allowed" else auth["outcome"]
-    err.tool_result = _refusal(auth)
+def _denied(tool_result: str, reason: str, kind: str, target: str) -> PermissionDenied:
+    err = PermissionDenied(tool_result)
+    err.reason = reason
+    err.tool_result = tool_result
     err.kind = kind
     err.target = target
-    raise err
+    return err
+
+
+def _raise(auth: Authorization, kind: str, target: str) -> None:
+    reason = auth["reason"] if auth["outcome"] != "allowed" else auth["outcome"]
+    raise _denied(_refusal(auth), reason, kind, target)
 
 
 class _Refused:
@@ -150,22 +155,19 @@ class Gate(_Gate, ToolsMixin):
             def refuse(auth: Union[Authorization, _Refused], value: str) -> Any:
                 if isinstance(auth, _Refused):
                     if on_deny == "raise":
-                        err = PermissionDenied(auth.tool_result)
-                        err.reason = auth.reason
-                        err.tool_result = auth.tool_result
-                        err.kind = auth.kind
-                        err.target = auth.target
-                        raise err
+                        raise _denied(auth.tool_result, auth.reason, auth.kind, auth.target)
                     return auth.tool_result
                 if on_deny == "raise":
                     _raise(auth, kind, value)
                 return _refusal(auth)
 
             def decided(
-                bound: inspect.BoundArguments, value: str, auth: Allowed
-            ) -> Union[inspect.BoundArguments, _Refused]:
-                """The call to make for an allowed ``auth``: the arguments carrying the allowed
-                action, or a refusal when they cannot."""
+                bound: inspect.BoundArguments, value: str, auth: Authorization
+            ) -> Union[inspect.BoundArguments, Authorization, _Refused]:
+                """The call to make for ``auth``: the arguments carrying the allowed action, or
+                the refusal (the gate's, or the guard's when the arguments cannot carry it)."""
+                if auth["outcome"] != "allowed":
+                    return auth
                 target = auth["target"]
                 if auth["kind"] != kind:
                     return _Refused(
@@ -219,11 +221,8 @@ class Gate(_Gate, ToolsMixin):
                 async def guarded_async(*args: Any, **kwargs: Any) -> Any:
                     bound = bind(args, kwargs)
                     value = requested(bound)
-                    auth = await self.authorize(kind, value, tool=name)
-                    if auth["outcome"] != "allowed":
-                        return refuse(auth, value)
-                    call = decided(bound, value, auth)
-                    if isinstance(call, _Refused):
+                    call = decided(bound, value, await self.authorize(kind, value, tool=name))
+                    if not isinstance(call, inspect.BoundArguments):
                         return refuse(call, value)
                     return await fn(*call.args, **call.kwargs)
 
@@ -233,11 +232,8 @@ class Gate(_Gate, ToolsMixin):
             def guarded(*args: Any, **kwargs: Any) -> Any:
                 bound = bind(args, kwargs)
                 value = requested(bound)
-                auth = self.authorize_blocking(kind, value, tool=name)
-                if auth["outcome"] != "allowed":
-                    return refuse(auth, value)
-                call = decided(bound, value, auth)
-                if isinstance(call, _Refused):
+                call = decided(bound, value, self.authorize_blocking(kind, value, tool=name))
+                if not isinstance(call, inspect.BoundArguments):
                     return refuse(call, value)
                 return fn(*call.args, **call.kwargs)
 

@@ -10,22 +10,42 @@ SNI included). Redirects are reported, never followed.
 
 from __future__ import annotations
 
+# The tool methods are made by module functions (`_awaitable`, `_blocking`) that call the
+# mixin's protected helpers.
+# pyright: reportPrivateUsage=false
+
 import asyncio
 import http.client
+import inspect
 import os
 import socket
 import ssl
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union, cast
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Coroutine,
+    Mapping,
+    NamedTuple,
+    Optional,
+    TypeVar,
+    Union,
+    cast,
+)
 
 from ._turngate import Decision, Policy, Store, TurnGateError
 from ._turngate import _default_store_path, _fetch_done, _fetch_failed, _turn_snapshot
 from ._types import ApprovalAnswer, SpawnResult, ToolOutcome
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    from typing_extensions import Concatenate, ParamSpec, Self
 
     from ._guard import Gate
+
+    _P = ParamSpec("_P")
+
+_T = TypeVar("_T")
 
 _PathLike = Union[str, "os.PathLike[str]"]
 OnOutput = Callable[[str, bytes], Any]
@@ -103,6 +123,159 @@ def _http(
     )
 
 
+class _Call(NamedTuple):
+    """A guarded tool's call as the core takes it (``Gate._tool(name, *data, **kwargs)``) and
+    ``then``: what runs on an allowed ``connect`` step (``fetch_url``'s HTTP exchange)."""
+
+    name: str
+    data: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    then: Optional[Callable[[dict[str, Any]], ToolOutcome]] = None
+
+
+def _awaitable(
+    plan: Callable[_P, _Call],
+) -> Callable[Concatenate[ToolsMixin, _P], Coroutine[Any, Any, ToolOutcome]]:
+    """The awaitable tool method whose arguments ``plan`` turns into its call."""
+
+    async def method(self: ToolsMixin, /, *args: _P.args, **kwargs: _P.kwargs) -> ToolOutcome:
+        self._open()
+        call = plan(*args, **kwargs)
+        step = await self._tool(call.name, *call.data, **call.kwargs)
+        if call.then is None or step["step"] == "done":
+            return _outcome(step)
+        return await asyncio.to_thread(call.then, step)
+
+    return _named(method, plan, "", plan.__doc__)
+
+
+def _blocking(plan: Callable[_P, _Call]) -> Callable[Concatenate[ToolsMixin, _P], ToolOutcome]:
+    """The blocking twin (``<tool>_blocking``) of ``plan``'s awaitable tool method."""
+
+    def method(self: ToolsMixin, /, *args: _P.args, **kwargs: _P.kwargs) -> ToolOutcome:
+        self._open()
+        call = plan(*args, **kwargs)
+        step = self._tool_blocking(call.name, *call.data, **call.kwargs)
+        if call.then is None or step["step"] == "done":
+            return _outcome(step)
+        return call.then(step)
+
+    name = plan.__name__.lstrip("_")
+    return _named(method, plan, "_blocking", f":meth:`{name}`, blocking.")
+
+
+def _named(method: _T, plan: Callable[..., _Call], suffix: str, doc: Optional[str]) -> _T:
+    """``method`` named, documented and signed as the tool ``plan`` declares (``help()`` and
+    ``inspect.signature`` show the tool's own arguments)."""
+    fn = cast(Any, method)
+    fn.__name__ = plan.__name__.lstrip("_") + suffix
+    fn.__qualname__ = f"ToolsMixin.{fn.__name__}"
+    fn.__doc__ = doc
+    sig = inspect.signature(plan)
+    this = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+    fn.__signature__ = sig.replace(
+        parameters=[this, *sig.parameters.values()], return_annotation="ToolOutcome"
+    )
+    return method
+
+
+# ---- each tool's arguments, declared once for the awaitable method and its blocking twin ----
+
+
+def _read_file(
+    path: _PathLike,
+    *,
+    item_id: Optional[str] = None,
+    tool: Optional[str] = None,
+    approval: Optional[ApprovalAnswer] = None,
+    max_bytes: Optional[int] = None,
+) -> _Call:
+    """Read a file through the gate (relative paths against the snapshot's cwd), opened
+    race-free; up to ``max_bytes`` (default 1 MiB) as text in ``content``."""
+    args = dict(path=path, item_id=item_id, tool=tool, approval=approval, max_bytes=max_bytes)
+    return _Call("read_file", (), args)
+
+
+def _write_file(
+    path: _PathLike,
+    content: Union[str, bytes],
+    *,
+    item_id: Optional[str] = None,
+    tool: Optional[str] = None,
+    approval: Optional[ApprovalAnswer] = None,
+) -> _Call:
+    """Write a whole file through the gate: atomically (a temporary file beside it,
+    renamed over it) and race-free beneath its root."""
+    data, text = _content(content)
+    args = dict(path=path, content=text, item_id=item_id, tool=tool, approval=approval)
+    return _Call("write_file", (data,), args)
+
+
+def _edit_file(
+    path: _PathLike,
+    old: str,
+    new: str,
+    *,
+    item_id: Optional[str] = None,
+    tool: Optional[str] = None,
+    approval: Optional[ApprovalAnswer] = None,
+) -> _Call:
+    """Replace exactly one occurrence of ``old`` with ``new``: authorized as a write and
+    judged as a read too; zero or several occurrences fail and write nothing."""
+    args = dict(path=path, old=old, new=new, item_id=item_id, tool=tool, approval=approval)
+    return _Call("edit_file", (), args)
+
+
+def _run_shell(
+    command: str,
+    *,
+    env: Optional[Mapping[str, str]] = None,
+    timeout_ms: Optional[int] = None,
+    stdin: Union[str, bytes, None] = None,
+    cwd: Optional[_PathLike] = None,
+    on_output: Optional[OnOutput] = None,
+    item_id: Optional[str] = None,
+    tool: Optional[str] = None,
+    approval: Optional[ApprovalAnswer] = None,
+) -> _Call:
+    """Run a shell command through the gate, under the snapshot's sandbox. ``env`` is
+    added to the environment (then filtered by the snapshot's env policy), ``timeout_ms``
+    is capped by the snapshot's, ``on_output(stream, chunk)`` gets every chunk of output
+    (on the event loop; from a worker thread in ``run_shell_blocking``). A program that is
+    not there is exit 127, not an exception."""
+    args = dict(
+        command=command,
+        env=dict(env) if env is not None else None,
+        timeout_ms=timeout_ms,
+        cwd=cwd,
+        item_id=item_id,
+        tool=tool,
+        approval=approval,
+    )
+    return _Call("run_shell", (_stdin(stdin), on_output), args)
+
+
+def _fetch_url(
+    url: str,
+    *,
+    method: str = "GET",
+    headers: Optional[Mapping[str, str]] = None,
+    body: Union[str, bytes, None] = None,
+    timeout_ms: Optional[int] = None,
+    item_id: Optional[str] = None,
+    tool: Optional[str] = None,
+    approval: Optional[ApprovalAnswer] = None,
+) -> _Call:
+    """Fetch an http(s) URL through the gate: the core checks the host, resolves it once
+    and vets the addresses; the request goes to one of those only. A 3xx is reported
+    with its location, not followed (fetch it again: it is checked again)."""
+    args = dict(url=url, method=method, item_id=item_id, tool=tool, approval=approval)
+    then: Callable[[dict[str, Any]], ToolOutcome] = lambda step: _http(
+        step, method, headers, body, timeout_ms
+    )
+    return _Call("fetch_url", (), args, then)
+
+
 class ToolsMixin:
     """The guarded tools of :class:`turngate.Gate` (mixed into it)."""
 
@@ -113,225 +286,16 @@ class ToolsMixin:
         if getattr(self, "_closed", False):
             raise TurnGateError("this turn's gate is closed")
 
-    # ---- read_file ---------------------------------------------------------------------------
-
-    async def read_file(
-        self,
-        path: _PathLike,
-        *,
-        item_id: Optional[str] = None,
-        tool: Optional[str] = None,
-        approval: Optional[ApprovalAnswer] = None,
-        max_bytes: Optional[int] = None,
-    ) -> ToolOutcome:
-        """Read a file through the gate (relative paths against the snapshot's cwd), opened
-        race-free; up to ``max_bytes`` (default 1 MiB) as text in ``content``."""
-        self._open()
-        step = await self._tool(
-            "read_file", path=path, item_id=item_id, tool=tool, approval=approval, max_bytes=max_bytes
-        )
-        return _outcome(step)
-
-    def read_file_blocking(
-        self,
-        path: _PathLike,
-        *,
-        item_id: Optional[str] = None,
-        tool: Optional[str] = None,
-        approval: Optional[ApprovalAnswer] = None,
-        max_bytes: Optional[int] = None,
-    ) -> ToolOutcome:
-        """:meth:`read_file`, blocking."""
-        self._open()
-        return _outcome(
-            self._tool_blocking(
-                "read_file", path=path, item_id=item_id, tool=tool, approval=approval, max_bytes=max_bytes
-            )
-        )
-
-    # ---- write_file / edit_file --------------------------------------------------------------
-
-    async def write_file(
-        self,
-        path: _PathLike,
-        content: Union[str, bytes],
-        *,
-        item_id: Optional[str] = None,
-        tool: Optional[str] = None,
-        approval: Optional[ApprovalAnswer] = None,
-    ) -> ToolOutcome:
-        """Write a whole file through the gate: atomically (a temporary file beside it,
-        renamed over it) and race-free beneath its root."""
-        self._open()
-        data, text = _content(content)
-        step = await self._tool(
-            "write_file", data, path=path, content=text, item_id=item_id, tool=tool, approval=approval
-        )
-        return _outcome(step)
-
-    def write_file_blocking(
-        self,
-        path: _PathLike,
-        content: Union[str, bytes],
-        *,
-        item_id: Optional[str] = None,
-        tool: Optional[str] = None,
-        approval: Optional[ApprovalAnswer] = None,
-    ) -> ToolOutcome:
-        """:meth:`write_file`, blocking."""
-        self._open()
-        data, text = _content(content)
-        return _outcome(
-            self._tool_blocking(
-                "write_file", data, path=path, content=text, item_id=item_id, tool=tool, approval=approval
-            )
-        )
-
-    async def edit_file(
-        self,
-        path: _PathLike,
-        old: str,
-        new: str,
-        *,
-        item_id: Optional[str] = None,
-        tool: Optional[str] = None,
-        approval: Optional[ApprovalAnswer] = None,
-    ) -> ToolOutcome:
-        """Replace exactly one occurrence of ``old`` with ``new``: authorized as a write and
-        judged as a read too; zero or several occurrences fail and write nothing."""
-        self._open()
-        step = await self._tool(
-            "edit_file", path=path, old=old, new=new, item_id=item_id, tool=tool, approval=approval
-        )
-        return _outcome(step)
-
-    def edit_file_blocking(
-        self,
-        path: _PathLike,
-        old: str,
-        new: str,
-        *,
-        item_id: Optional[str] = None,
-        tool: Optional[str] = None,
-        approval: Optional[ApprovalAnswer] = None,
-    ) -> ToolOutcome:
-        """:meth:`edit_file`, blocking."""
-        self._open()
-        return _outcome(
-            self._tool_blocking(
-                "edit_file", path=path, old=old, new=new, item_id=item_id, tool=tool, approval=approval
-            )
-        )
-
-    # ---- run_shell ---------------------------------------------------------------------------
-
-    async def run_shell(
-        self,
-        command: str,
-        *,
-        env: Optional[Mapping[str, str]] = None,
-        timeout_ms: Optional[int] = None,
-        stdin: Union[str, bytes, None] = None,
-        cwd: Optional[_PathLike] = None,
-        on_output: Optional[OnOutput] = None,
-        item_id: Optional[str] = None,
-        tool: Optional[str] = None,
-        approval: Optional[ApprovalAnswer] = None,
-    ) -> ToolOutcome:
-        """Run a shell command through the gate, under the snapshot's sandbox. ``env`` is
-        added to the environment (then filtered by the snapshot's env policy), ``timeout_ms``
-        is capped by the snapshot's, ``on_output(stream, chunk)`` gets every chunk of output
-        (on the event loop). A program that is not there is exit 127, not an exception."""
-        self._open()
-        step = await self._tool(
-            "run_shell",
-            _stdin(stdin),
-            on_output,
-            command=command,
-            env=dict(env) if env is not None else None,
-            timeout_ms=timeout_ms,
-            cwd=cwd,
-            item_id=item_id,
-            tool=tool,
-            approval=approval,
-        )
-        return _outcome(step)
-
-    def run_shell_blocking(
-        self,
-        command: str,
-        *,
-        env: Optional[Mapping[str, str]] = None,
-        timeout_ms: Optional[int] = None,
-        stdin: Union[str, bytes, None] = None,
-        cwd: Optional[_PathLike] = None,
-        on_output: Optional[OnOutput] = None,
-        item_id: Optional[str] = None,
-        tool: Optional[str] = None,
-        approval: Optional[ApprovalAnswer] = None,
-    ) -> ToolOutcome:
-        """:meth:`run_shell`, blocking (``on_output`` is called from a worker thread)."""
-        self._open()
-        return _outcome(
-            self._tool_blocking(
-                "run_shell",
-                _stdin(stdin),
-                on_output,
-                command=command,
-                env=dict(env) if env is not None else None,
-                timeout_ms=timeout_ms,
-                cwd=cwd,
-                item_id=item_id,
-                tool=tool,
-                approval=approval,
-            )
-        )
-
-    # ---- fetch_url ---------------------------------------------------------------------------
-
-    async def fetch_url(
-        self,
-        url: str,
-        *,
-        method: str = "GET",
-        headers: Optional[Mapping[str, str]] = None,
-        body: Union[str, bytes, None] = None,
-        timeout_ms: Optional[int] = None,
-        item_id: Optional[str] = None,
-        tool: Optional[str] = None,
-        approval: Optional[ApprovalAnswer] = None,
-    ) -> ToolOutcome:
-        """Fetch an http(s) URL through the gate: the core checks the host, resolves it once
-        and vets the addresses; the request goes to one of those only. A 3xx is reported
-        with its location, not followed (fetch it again: it is checked again)."""
-        self._open()
-        step = await self._tool(
-            "fetch_url", url=url, method=method, item_id=item_id, tool=tool, approval=approval
-        )
-        if step["step"] == "done":
-            return _outcome(step)
-        return await asyncio.to_thread(_http, step, method, headers, body, timeout_ms)
-
-    def fetch_url_blocking(
-        self,
-        url: str,
-        *,
-        method: str = "GET",
-        headers: Optional[Mapping[str, str]] = None,
-        body: Union[str, bytes, None] = None,
-        timeout_ms: Optional[int] = None,
-        item_id: Optional[str] = None,
-        tool: Optional[str] = None,
-        approval: Optional[ApprovalAnswer] = None,
-    ) -> ToolOutcome:
-        """:meth:`fetch_url`, blocking."""
-        self._open()
-        step = self._tool_blocking(
-            "fetch_url", url=url, method=method, item_id=item_id, tool=tool, approval=approval
-        )
-        if step["step"] == "done":
-            return _outcome(step)
-        return _http(step, method, headers, body, timeout_ms)
+    read_file = _awaitable(_read_file)
+    read_file_blocking = _blocking(_read_file)
+    write_file = _awaitable(_write_file)
+    write_file_blocking = _blocking(_write_file)
+    edit_file = _awaitable(_edit_file)
+    edit_file_blocking = _blocking(_edit_file)
+    run_shell = _awaitable(_run_shell)
+    run_shell_blocking = _blocking(_run_shell)
+    fetch_url = _awaitable(_fetch_url)
+    fetch_url_blocking = _blocking(_fetch_url)
 
     # ---- the turn's lifetime -----------------------------------------------------------------
 
