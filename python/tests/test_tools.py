@@ -61,6 +61,23 @@ def test_turn_builds_a_gate_whose_tools_work_and_close_ends_them(workspace: Path
         gate.read_file_blocking("new.txt")
 
 
+def test_a_wrong_call_of_a_tool_names_the_method_and_runs_nothing(workspace: Path, store: Store) -> None:
+    # The tool methods are built from one declaration each (_tools.py); a wrong call must still
+    # be a TypeError naming the method the caller called, and nothing may be written.
+    bad: Any
+    with turngate.turn(workspace, store=store) as gate:
+        bad = gate
+        with pytest.raises(TypeError, match=r"^ToolsMixin\.write_file_blocking\(\) got an unexpected keyword argument 'bogus'$"):
+            bad.write_file_blocking("x.txt", "data", bogus=1)
+        with pytest.raises(TypeError, match=r"^ToolsMixin\.read_file_blocking\(\) takes 1 positional argument but 2 were given$"):
+            bad.read_file_blocking("a.txt", "extra")
+        with pytest.raises(TypeError, match=r"^ToolsMixin\.run_shell\(\) missing 1 required positional argument: 'command'$"):
+            asyncio.run(bad.run_shell())
+        with pytest.raises(TypeError, match=r"^ToolsMixin\.fetch_url\(\) got an unexpected keyword argument 'verb'$"):
+            asyncio.run(bad.fetch_url("http://127.0.0.1:1/", verb="GET"))
+        assert not (workspace / "x.txt").exists()
+
+
 def test_turn_is_an_async_context_manager_and_its_tools_are_awaitable(
     workspace: Path, store: Store
 ) -> None:

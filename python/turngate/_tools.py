@@ -20,6 +20,7 @@ import inspect
 import os
 import socket
 import ssl
+import types
 import uuid
 from typing import (
     TYPE_CHECKING,
@@ -138,9 +139,11 @@ def _awaitable(
 ) -> Callable[Concatenate[ToolsMixin, _P], Coroutine[Any, Any, ToolOutcome]]:
     """The awaitable tool method whose arguments ``plan`` turns into its call."""
 
+    parse = _under(plan, "")
+
     async def method(self: ToolsMixin, /, *args: _P.args, **kwargs: _P.kwargs) -> ToolOutcome:
         self._open()
-        call = plan(*args, **kwargs)
+        call = parse(*args, **kwargs)
         step = await self._tool(call.name, *call.data, **call.kwargs)
         if call.then is None or step["step"] == "done":
             return _outcome(step)
@@ -152,9 +155,11 @@ def _awaitable(
 def _blocking(plan: Callable[_P, _Call]) -> Callable[Concatenate[ToolsMixin, _P], ToolOutcome]:
     """The blocking twin (``<tool>_blocking``) of ``plan``'s awaitable tool method."""
 
+    parse = _under(plan, "_blocking")
+
     def method(self: ToolsMixin, /, *args: _P.args, **kwargs: _P.kwargs) -> ToolOutcome:
         self._open()
-        call = plan(*args, **kwargs)
+        call = parse(*args, **kwargs)
         step = self._tool_blocking(call.name, *call.data, **call.kwargs)
         if call.then is None or step["step"] == "done":
             return _outcome(step)
@@ -162,6 +167,18 @@ def _blocking(plan: Callable[_P, _Call]) -> Callable[Concatenate[ToolsMixin, _P]
 
     name = plan.__name__.lstrip("_")
     return _named(method, plan, "_blocking", f":meth:`{name}`, blocking.")
+
+
+def _under(plan: Callable[_P, _Call], suffix: str) -> Callable[_P, _Call]:
+    """A copy of ``plan`` under its method's name, so that a wrong call's ``TypeError`` names
+    the method the caller called (``ToolsMixin.read_file() got an unexpected keyword argument
+    'x'``), not the private plan function."""
+    fn = types.FunctionType(
+        plan.__code__, plan.__globals__, plan.__name__, plan.__defaults__, plan.__closure__
+    )
+    fn.__kwdefaults__ = plan.__kwdefaults__
+    fn.__qualname__ = f"ToolsMixin.{plan.__name__.lstrip('_')}{suffix}"
+    return cast("Callable[_P, _Call]", fn)
 
 
 def _named(method: _T, plan: Callable[..., _Call], suffix: str, doc: Optional[str]) -> _T:
