@@ -128,6 +128,81 @@ def test_a_path_swapped_for_a_symlink_while_the_approver_decides_runs_nothing(
     assert seen == [] and other.read_text() == "other"
 
 
+class _Flip(os.PathLike[str]):
+    """A path that names ``first`` once, then ``then``: what a caller racing the guard would
+    pass so that the function's own ``open()`` reads a path that was never checked."""
+
+    def __init__(self, first: Path, then: Path) -> None:
+        self.paths = [str(first), str(then)]
+        self.reads = 0
+
+    def __fspath__(self) -> str:
+        self.reads += 1
+        return self.paths[0] if self.reads == 1 else self.paths[1]
+
+    def __str__(self) -> str:
+        return self.__fspath__()
+
+
+class _FlipPath(type(Path())):  # type: ignore[misc]
+    """A ``pathlib`` subclass that flips the same way: rebuilding it with the checked path
+    must not rebuild the flip."""
+
+    reads = 0
+
+    def __fspath__(self) -> str:
+        type(self).reads += 1
+        return str(self) if type(self).reads == 1 else "/etc/hostname"
+
+
+def _reader(gate: Gate, seen: list[Any]) -> Callable[..., Any]:
+    @gate.guard(kind="file_read", target="path")
+    def read_file(path: Any) -> str:
+        seen.append(path)
+        with open(path) as f:
+            return f.read()
+
+    return read_file
+
+
+def test_the_function_gets_the_checked_path_not_a_second_fspath(
+    workspace: Path, elsewhere: Path, store: Store
+) -> None:
+    (workspace / "ok.txt").write_text("fine")
+    (elsewhere / "secret.txt").write_text("SECRET")
+    gate = Gate("t", _snapshot(workspace), store, "approve_all")
+    seen: list[Any] = []
+    out = _reader(gate, seen)(_Flip(workspace / "ok.txt", elsewhere / "secret.txt"))
+    assert out == "fine"
+    # The function received the checked text itself, not the caller's object to read again.
+    assert seen == [str(workspace / "ok.txt")]
+
+
+def test_a_pathlib_subclass_is_not_rebuilt_around_the_checked_path(
+    workspace: Path, store: Store
+) -> None:
+    (workspace / "ok.txt").write_text("fine")
+    gate = Gate("t", _snapshot(workspace), store, "approve_all")
+    seen: list[Any] = []
+    out = _reader(gate, seen)(_FlipPath(workspace / "ok.txt"))
+    assert out == "fine"
+    assert seen == [str(workspace / "ok.txt")] and type(seen[0]) is str
+
+
+def test_a_str_subclass_reaches_the_function_as_the_plain_checked_str(
+    workspace: Path, store: Store
+) -> None:
+    class Sneaky(str):
+        def __fspath__(self) -> str:
+            return "/etc/hostname"
+
+    (workspace / "ok.txt").write_text("fine")
+    gate = Gate("t", _snapshot(workspace), store, "approve_all")
+    seen: list[Any] = []
+    assert _reader(gate, seen)(Sneaky(str(workspace / "ok.txt"))) == "fine"
+    assert seen == [str(workspace / "ok.txt")] and type(seen[0]) is str
+
+
 @pytest.mark.parametrize("escape", ["../outside.txt", "link_out/x.txt", "ABSOLUTE"])
 def test_paths_leaving_the_workspace_run_nothing(
     workspace: Path, elsewhere: Path, store: Store, monkeypatch: pytest.MonkeyPatch, escape: str
