@@ -421,3 +421,25 @@ def test_a_modified_shell_command_replaces_the_named_argument(
     assert seen == ["echo safer"]
     assert run_opaque("echo original").startswith("Permission denied by turngate")
     assert seen == ["echo safer"]
+
+
+def test_a_callable_target_refuses_an_object_the_function_would_read_again(
+    workspace: Path, elsewhere: Path, store: Store
+) -> None:
+    (workspace / "ok.txt").write_text("fine")
+    (elsewhere / "secret.txt").write_text("SECRET")
+    gate = Gate("t", _snapshot(workspace), store, "approve_all")
+    seen: list[Any] = []
+
+    @gate.guard(kind="file_read", target=lambda path: path)
+    def read_file(path: Any) -> str:
+        seen.append(path)
+        with open(path) as f:
+            return f.read()
+
+    with pytest.raises(TypeError, match=r"read_file: target= returned a _Flip"):
+        read_file(_Flip(workspace / "ok.txt", elsewhere / "secret.txt"))
+    assert seen == []
+    # Plain values still run.
+    assert read_file(str(workspace / "ok.txt")) == "fine"
+    assert read_file(workspace / "ok.txt") == "fine"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from pathlib import PurePath
+import pathlib
 from typing import Any, Callable, Literal, Optional, TypeVar, Union, cast
 
 from ._turngate import PermissionDenied
@@ -61,14 +61,30 @@ class _Refused:
 
 
 def _text(value: Any) -> str:
+    """The target's text, read once, as an exact ``str`` (``str.__str__`` copies a subclass,
+    which could otherwise carry its own ``__fspath__`` or ``__str__`` on to the function)."""
     if isinstance(value, (str, bytes, os.PathLike)):
-        return os.fsdecode(value)
-    return str(value)
+        return str.__str__(os.fsdecode(value))
+    return str.__str__(str(value))
+
+
+# pathlib's own classes, the only path types the guard rebuilds: a subclass (or any other
+# PathLike) may compute its path anew on every read, so it would not stay the path checked.
+_PATHLIB = {
+    pathlib.PurePath,
+    pathlib.PurePosixPath,
+    pathlib.PureWindowsPath,
+    pathlib.Path,
+    pathlib.PosixPath,
+    pathlib.WindowsPath,
+}
 
 
 def _like(original: Any, path: str) -> Any:
-    """``path`` in the type the caller passed (``str``, ``bytes`` or a ``pathlib`` path)."""
-    if isinstance(original, PurePath):
+    """The checked ``path`` as a value that cannot change: a ``pathlib`` path when the caller
+    passed one of pathlib's own classes, ``bytes`` for ``bytes``, and otherwise a plain ``str``
+    (never the caller's object, whose ``__fspath__`` the function would call again)."""
+    if type(original) in _PATHLIB:
         return type(original)(path)
     if isinstance(original, bytes):
         return os.fsencode(path)
@@ -97,7 +113,10 @@ class Gate(_Gate, ToolsMixin):
         ``target="path"``; the function then runs with that argument replaced by what the
         gate allowed: for ``file_read``/``file_write`` the resolved absolute path that was
         checked (a relative path is resolved against the snapshot's ``sandbox.cwd``, never the
-        process's cwd), and when a reviewer approved a modified action, its target. ``target``
+        process's cwd), and when a reviewer approved a modified action, its target. It is
+        passed as a plain ``str`` (``bytes`` for ``bytes``, the same class for one of
+        pathlib's own path classes), never as the caller's object, which the function would
+        read again. ``target``
         may instead be a callable of the call's arguments (by name, defaults applied) that
         returns the target, e.g. ``target=lambda path, **_: path``; the guard then cannot
         pass anything to the function, so it runs the function only when the allowed action
@@ -150,7 +169,17 @@ class Gate(_Gate, ToolsMixin):
                     if value is None:
                         raise TypeError(f"{fn.__name__}: the target argument {param!r} is None")
                     return _text(value)
-                return _text(extract(**bound.arguments))
+                value = extract(**bound.arguments)
+                if type(value) not in (str, bytes) and type(value) not in _PATHLIB:
+                    # The function reads its own arguments, so the target must be a value
+                    # that names one path however often it is read.
+                    raise TypeError(
+                        f"{fn.__name__}: target= returned a {type(value).__name__}; a callable "
+                        "target must return a str, bytes or pathlib path (a PathLike or str "
+                        "subclass may name another path when the function reads it again; "
+                        "give target= the parameter's name to pass the checked path instead)"
+                    )
+                return _text(value)
 
             def refuse(auth: Union[Authorization, _Refused], value: str) -> Any:
                 if isinstance(auth, _Refused):
@@ -201,9 +230,10 @@ class Gate(_Gate, ToolsMixin):
                     allowed = target
                     changed = allowed != self.evaluate(kind, value, name)["target"]
                 if param is not None:
-                    if changed:
-                        original = bound.arguments[param]
-                        bound.arguments[param] = _like(original, allowed)
+                    # Always the checked text, changed or not: the caller's own object would
+                    # be read again by the function, and may then name another path.
+                    checked = allowed if changed else value
+                    bound.arguments[param] = _like(bound.arguments[param], checked)
                     return bound
                 if changed:
                     return _Refused(
