@@ -368,3 +368,64 @@ test('options.arg is validated before any call', async () => {
     t.cleanup()
   }
 })
+
+// ---- an argument read twice: what an attacker passes so that `fn` acts on a path never checked --
+
+/** `first` for the guard's one read, `then` for every later one (a getter, or `toString`). */
+function flipping(first, then) {
+  let reads = 0
+  return () => (++reads === 1 ? first : then)
+}
+
+test('fn gets the checked text, not an argument that names another path when read again', async () => {
+  const t = await turn('auto_accept_edits', turngate.Approver.fromFunction(() => 'deny'))
+  try {
+    const ok = path.join(t.ws, 'ok.txt')
+    const secret = path.join(t.root, 'secret.txt')
+    writeFileSync(ok, 'fine')
+    writeFileSync(secret, 'SECRET')
+    const seen = []
+    const byIndex = t.gate.guard({ kind: 'file_read', arg: 0 }, (p) => { seen.push(p); return readFileSync(String(p), 'utf8') })
+    const byName = t.gate.guard({ kind: 'file_read', arg: 'path' }, (req) => { seen.push(req.path); return readFileSync(String(req.path), 'utf8') })
+
+    // An object whose text changes after the guard read it.
+    assert.equal(await byIndex({ toString: flipping(ok, secret) }), 'fine')
+    // A getter on the first argument.
+    const getter = {}
+    Object.defineProperty(getter, 'path', { get: flipping(ok, secret), enumerable: true })
+    assert.equal(await byName(getter), 'fine')
+    // A class whose setter drops the allowed path and whose getter names another (a copy made
+    // with Object.assign would write through the setter).
+    class Request {
+      get path() { return this.reads++ === 0 ? 'ok.txt' : secret }
+      set path(_) {}
+    }
+    Request.prototype.reads = 0
+    assert.equal(await byName(new Request()), 'fine')
+    assert.deepEqual(seen, [ok, ok, ok])
+    assert.ok(seen.every((p) => typeof p === 'string'))
+  } finally {
+    t.cleanup()
+  }
+})
+
+test('a target function must return a string: fn would read any other value again', async () => {
+  const t = await turn('auto_accept_edits', turngate.Approver.fromFunction(() => 'deny'))
+  try {
+    const ok = path.join(t.ws, 'ok.txt')
+    const secret = path.join(t.root, 'secret.txt')
+    writeFileSync(ok, 'fine')
+    writeFileSync(secret, 'SECRET')
+    let ran = 0
+    const read = t.gate.guard({ kind: 'file_read', target: (p) => p }, function readNote(p) { ran++; return readFileSync(String(p), 'utf8') })
+    await assert.rejects(read({ toString: flipping(ok, secret) }), (e) => {
+      assert.ok(e instanceof turngate.InvalidInputError, String(e))
+      assert.match(e.message, /options\.target returned an object/)
+      return true
+    })
+    assert.equal(ran, 0)
+    assert.equal(await read(ok), 'fine')
+  } finally {
+    t.cleanup()
+  }
+})
