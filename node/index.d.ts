@@ -257,7 +257,8 @@ export type GuardTarget<A extends unknown[]> =
       /** The argument holding the target: an index, or a property of the first argument (an
        * object, passed on as a shallow copy). `fn` runs with it replaced by what the gate
        * allowed: for a file kind the resolved absolute path that was checked, and for a
-       * reviewer's modified action, its target. */
+       * reviewer's modified action, its target, always as a string (never the caller's value,
+       * which `fn` would read again). */
       arg: number | (A[0] extends object ? keyof A[0] & string : never)
       target?: never
     }

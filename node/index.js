@@ -202,11 +202,13 @@ function refusalText(kind, target, reason) {
  * `{ path, content }`, passed on as a shallow copy). `fn` then runs with that argument replaced
  * by what the gate allowed: for `file_read`/`file_write` the resolved absolute path that was
  * checked (a relative path resolves against the snapshot's `sandbox.cwd`, never
- * `process.cwd()`), and for a reviewer's modified action, its target.
+ * `process.cwd()`), and for a reviewer's modified action, its target. It is always passed as a
+ * string, never as the caller's value, which `fn` would read again (an object's `toString` or a
+ * getter could then name a path that was never checked).
  *
- * `target` instead (a fixed string, or a function of the call's arguments) cannot hand `fn`
- * anything: `fn` runs with its own arguments only when the allowed action is exactly the one
- * `target` gave (for a file kind: an absolute path with no symlink, `..` or `.` left), and
+ * `target` instead (a fixed string, or a function of the call's arguments that must return a
+ * string) cannot hand `fn` anything: `fn` runs with its own arguments only when the allowed
+ * action is exactly the one `target` gave (for a file kind: an absolute path with no symlink, `..` or `.` left), and
  * otherwise the call is refused, naming the path the gate would allow.
  *
  * A modified action of another kind, or one the policy denies, never runs. Refused (denied,
@@ -234,7 +236,13 @@ function guard(options, fn) {
   const inv = (k, t) => (name === undefined ? { kind: k, target: t } : { kind: k, target: t, tool: name })
 
   const requested = (args) => {
-    if (arg === undefined) return typeof target === 'function' ? target(...args) : target
+    if (arg === undefined) {
+      const value = typeof target === 'function' ? target(...args) : target
+      // fn reads its own arguments, so the target must be a value that cannot change when read
+      // again (an object's toString or getter could name another path for fn).
+      if (typeof value !== 'string') throw invalid(`options.target returned ${value === null ? 'null' : `an ${typeof value}`}, not a string; give options.arg to have the checked target passed to ${label}`)
+      return value
+    }
     const first = args[0]
     if (typeof arg === 'string' && (first === null || typeof first !== 'object')) {
       throw invalid(`options.arg '${arg}': the first argument must be an object with a '${arg}' property`)
@@ -243,13 +251,18 @@ function guard(options, fn) {
     if (value == null) throw invalid(`options.arg ${JSON.stringify(arg)}: the call has no such argument`)
     return value
   }
+  // The arguments with the checked text (a string, which cannot change) in place of the one
+  // the target came from: the caller's value could name another path when fn reads it again.
   const substituted = (args, allowed) => {
     const out = args.slice()
     if (typeof arg === 'number') {
       out[arg] = allowed
     } else {
       const first = args[0]
-      out[0] = Object.assign(Object.create(Object.getPrototypeOf(first)), first, { [arg]: allowed })
+      const copy = Object.assign(Object.create(Object.getPrototypeOf(first)), first)
+      // An own data property: assignment would run a setter (or getter) of the prototype's.
+      Object.defineProperty(copy, arg, { value: allowed, writable: true, enumerable: true, configurable: true })
+      out[0] = copy
     }
     return out
   }
@@ -280,8 +293,8 @@ function guard(options, fn) {
       allowed = action.target
       changed = allowed !== gate.evaluate(inv(kind, value)).target
     }
+    if (arg !== undefined) return { args: substituted(args, changed ? allowed : value) }
     if (!changed) return { args }
-    if (arg !== undefined) return { args: substituted(args, allowed) }
     return { refused: { kind, target: value, reason: `the gate allows \`${allowed}\`, which ${label}'s guard cannot pass to it (it has options.target, not options.arg); call it again with \`${allowed}\`` } }
   }
 
