@@ -429,3 +429,19 @@ test('a target function must return a string: fn would read any other value agai
     t.cleanup()
   }
 })
+
+test('an approval without remember runs one call; the next call asks again', async () => {
+  const asks = []
+  const t = await turn('supervised', turngate.Approver.fromFunction((ask) => { asks.push(ask); return asks.length === 1 ? 'approve' : 'deny' }))
+  try {
+    const seen = []
+    const write = t.gate.guard({ kind: 'file_write', arg: 0 }, (p, text) => { seen.push(p); writeFileSync(p, text); return 'ok' })
+    assert.equal(await write('a.txt', '1'), 'ok')
+    assert.match(await write('a.txt', '2'), /^Permission denied by turngate/)
+    assert.equal(asks.length, 2)
+    assert.deepEqual(seen, [path.join(t.ws, 'a.txt')])
+    assert.equal(readFileSync(path.join(t.ws, 'a.txt'), 'utf8'), '1')
+  } finally {
+    t.cleanup()
+  }
+})

@@ -443,3 +443,22 @@ def test_a_callable_target_refuses_an_object_the_function_would_read_again(
     # Plain values still run.
     assert read_file(str(workspace / "ok.txt")) == "fine"
     assert read_file(workspace / "ok.txt") == "fine"
+
+
+def test_an_approval_without_remember_runs_one_call_and_the_next_asks_again(
+    workspace: Path, store: Store
+) -> None:
+    asks: list[JSON] = []
+
+    def approver(ask: JSON) -> Decision:
+        asks.append(ask)
+        return Decision.approve() if len(asks) == 1 else Decision.deny("once was enough")
+
+    gate = Gate("t", _snapshot(workspace), store, approver)
+    seen: list[Any] = []
+    write_file = _writer(gate, seen, target="path")
+    assert write_file("a.txt", "1") == "ok"
+    refused = write_file("a.txt", "2")
+    assert refused.startswith("Permission denied by turngate") and "once was enough" in refused
+    assert len(asks) == 2 and seen == [str(workspace / "a.txt")]
+    assert (workspace / "a.txt").read_text() == "1"
