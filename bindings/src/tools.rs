@@ -231,6 +231,143 @@ pub struct FetchPlan {
     pub path: String,
     /// The vetted `ip:port` addresses, in order: connect to these and nothing else.
     pub addrs: Vec<String>,
+    /// The method to send, as checked ([`FetchRequest`]).
+    pub method: String,
+    /// The caller's headers to send, as checked, in their order. The binding adds `Host`
+    /// (from `host` and `port`) and the body's framing itself, and sends nothing else of the
+    /// caller's.
+    pub headers: Vec<FetchHeaderRecord>,
+}
+
+/// One request header of `fetch_url`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct FetchHeaderRecord {
+    /// The field name, as given.
+    pub name: String,
+    /// The field value.
+    pub value: String,
+}
+
+/// The headers a caller may not set on `fetch_url`: `Host` is the URL's (what the gate
+/// checked), and the framing (`Content-Length`, `Transfer-Encoding`) is the body's. A second
+/// value of either lets a request smuggle another past the check; the hop-by-hop ones belong
+/// to the connection, which the binding owns.
+const FETCH_OWNED_HEADERS: [&str; 9] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
+/// The request line and headers of a `fetch_url` call, checked before it is decided: a
+/// method of letters only (not `CONNECT`), header names that are HTTP tokens, values of
+/// visible ASCII, spaces and tabs (no line break can start another header or request), and
+/// none of the headers the tool sets itself. The binding sends exactly this, from the
+/// [`FetchPlan`]: never the caller's objects read again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchRequest {
+    method: String,
+    headers: Vec<FetchHeaderRecord>,
+}
+
+impl Default for FetchRequest {
+    fn default() -> Self {
+        FetchRequest {
+            method: "GET".to_owned(),
+            headers: Vec::new(),
+        }
+    }
+}
+
+impl FetchRequest {
+    /// Check `method` (`None`: `GET`) and `headers` (name, value), naming the bad one.
+    pub fn new(
+        method: Option<&str>,
+        headers: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, TurnGateError> {
+        let bad = |detail: String| TurnGateError::invalid("fetch_url", detail);
+        let method = method.unwrap_or("GET");
+        if method.is_empty()
+            || method.len() > 32
+            || !method.bytes().all(|b| b.is_ascii_alphabetic())
+        {
+            return Err(bad(format!(
+                "method {method:?} is not an HTTP method (letters only)"
+            )));
+        }
+        if method.eq_ignore_ascii_case("CONNECT") {
+            return Err(bad(
+                "method CONNECT opens a tunnel; fetch_url does not".to_owned()
+            ));
+        }
+        let mut checked = Vec::new();
+        for (name, value) in headers {
+            let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+            if name.is_empty() || !name.bytes().all(token) {
+                return Err(bad(format!("header name {name:?} is not an HTTP token")));
+            }
+            if FETCH_OWNED_HEADERS
+                .iter()
+                .any(|h| h.eq_ignore_ascii_case(&name))
+            {
+                return Err(bad(format!(
+                    "header {name:?} is set by fetch_url itself (from the URL and the body)"
+                )));
+            }
+            if !value
+                .bytes()
+                .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
+            {
+                return Err(bad(format!(
+                    "header {name:?}: the value holds a line break or another control or non-ASCII character"
+                )));
+            }
+            checked.push(FetchHeaderRecord { name, value });
+        }
+        Ok(FetchRequest {
+            method: method.to_owned(),
+            headers: checked,
+        })
+    }
+
+    /// From the binding's JSON arguments: `headers` an object of strings.
+    fn from_args(method: Option<&str>, headers: Option<Value>) -> Result<Self, TurnGateError> {
+        let pairs = match headers {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Object(map)) => map
+                .into_iter()
+                .map(|(name, v)| match v {
+                    Value::String(value) => Ok((name, value)),
+                    other => Err(TurnGateError::invalid(
+                        "fetch_url",
+                        format!("header {name:?}: the value must be a string, not {other}"),
+                    )),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(other) => {
+                return Err(TurnGateError::invalid(
+                    "fetch_url",
+                    format!("headers must be an object of strings, not {other}"),
+                ));
+            }
+        };
+        FetchRequest::new(method, pairs)
+    }
+
+    /// The method, as checked.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The headers, as checked.
+    pub fn headers(&self) -> &[FetchHeaderRecord] {
+        &self.headers
+    }
 }
 
 fn kind_name(kind: ActionKind) -> &'static str {
@@ -529,10 +666,12 @@ impl GateHandle {
     }
 
     /// `fetch_url`, first half: decide the call (the network action of `url`'s host and
-    /// port) and resolve the name once. Allowed: the addresses to connect to, and only those.
+    /// port) and resolve the name once. Allowed: the addresses to connect to, and only those,
+    /// with `request` (already checked) to send as it is.
     pub async fn fetch_begin(
         &self,
         url: &str,
+        request: &FetchRequest,
         call: &ToolCallRecord,
     ) -> Result<ToolStep, TurnGateError> {
         let kind = ActionKind::Network;
@@ -587,6 +726,8 @@ impl GateHandle {
             host,
             path,
             addrs: addrs.iter().map(ToString::to_string).collect(),
+            method: request.method.clone(),
+            headers: request.headers.clone(),
         }))
     }
 }
@@ -694,11 +835,10 @@ struct ToolArgs {
     timeout_ms: Option<u64>,
     stdin: Option<String>,
     cwd: Option<String>,
-    // fetch_url's request, sent by the binding's HTTP half (not part of the decision: the
-    // network action is the host and port).
+    // fetch_url's request line and headers: checked here ([`FetchRequest`]) and sent from the
+    // plan (not part of the decision: the network action is the host and port).
     method: Option<String>,
-    #[serde(rename = "headers")]
-    _headers: Option<Value>,
+    headers: Option<Value>,
     #[serde(rename = "body")]
     _body: Option<Value>,
     item_id: Option<String>,
@@ -771,12 +911,8 @@ impl GateHandle {
             }
             "fetch_url" => {
                 let url = required(a.url, name, "url")?;
-                if let Some(m) = &a.method {
-                    if m.is_empty() || !m.bytes().all(|b| b.is_ascii_alphabetic()) {
-                        return Err(TurnGateError::invalid(name, format!("bad method `{m}`")));
-                    }
-                }
-                return self.fetch_begin(&url, &call).await;
+                let request = FetchRequest::from_args(a.method.as_deref(), a.headers)?;
+                return self.fetch_begin(&url, &request, &call).await;
             }
             other => {
                 return Err(TurnGateError::invalid(
@@ -848,6 +984,39 @@ mod tests {
         assert!(edited("a b b", "b", "x").is_err_and(|e| e.contains("occurs 2 times")));
         assert!(edited("a", "b", "x").is_err_and(|e| e.contains("not found")));
         assert!(edited("a", "", "x").is_err_and(|e| e.contains("empty")));
+    }
+
+    #[test]
+    fn a_fetch_request_refuses_what_could_smuggle_another() {
+        let h = |n: &str, v: &str| vec![(n.to_owned(), v.to_owned())];
+        let ok = FetchRequest::new(Some("POST"), h("X-Note", "a b\tc")).unwrap();
+        assert_eq!((ok.method(), ok.headers().len()), ("POST", 1));
+        assert_eq!(FetchRequest::new(None, []).unwrap().method(), "GET");
+        let refused = |m: Option<&str>, hs: Vec<(String, String)>, says: &str| {
+            let e = FetchRequest::new(m, hs).unwrap_err();
+            assert_eq!(e.kind(), "InvalidInput");
+            assert!(e.to_string().contains(says), "{e} does not say {says}");
+        };
+        refused(Some("GET / HTTP/1.1\r\nX: y"), vec![], "not an HTTP method");
+        refused(Some(""), vec![], "not an HTTP method");
+        refused(Some("connect"), vec![], "CONNECT");
+        for owned in [
+            "Host",
+            "content-length",
+            "Transfer-Encoding",
+            "TE",
+            "Upgrade",
+        ] {
+            refused(None, h(owned, "x"), "set by fetch_url itself");
+        }
+        refused(None, h("X-A", "1\r\nHost: evil"), "line break");
+        refused(None, h("X-A", "caf\u{e9}"), "non-ASCII");
+        refused(None, h("X A", "1"), "not an HTTP token");
+        refused(None, h("", "1"), "not an HTTP token");
+        let e = FetchRequest::from_args(None, Some(serde_json::json!({"X-A": 1}))).unwrap_err();
+        assert!(e.to_string().contains("must be a string"));
+        let e = FetchRequest::from_args(None, Some(serde_json::json!(["X-A"]))).unwrap_err();
+        assert!(e.to_string().contains("an object of strings"));
     }
 
     #[test]

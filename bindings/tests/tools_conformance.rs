@@ -59,7 +59,7 @@ async fn call(
     gate: &GateHandle,
     step: &Value,
     outcomes: &[ToolOutcomeRecord],
-) -> Result<ToolOutcomeRecord, String> {
+) -> Result<ToolOutcomeRecord, Failure> {
     let c = ToolCallRecord {
         item_id: step["item_id"].as_str().map(str::to_owned),
         tool: None,
@@ -90,16 +90,39 @@ async fn call(
             };
             gate.run_shell(&s("command"), &opts, &c, None).await
         }
-        "fetch_url" => match gate.fetch_begin(&s("url"), &c).await {
-            Ok(ToolStep::Done(o)) => Ok(o),
-            Ok(ToolStep::Connect(plan)) => {
-                return Err(format!("vectors hold no live fetch, got {plan:?}"));
+        // Through `call_tool`, as the bindings call it: the request's method and headers are
+        // checked from its JSON arguments.
+        "fetch_url" => {
+            let approval = c.approval.as_ref().map(
+                |a| json!({"request_id": a.request_id, "decision": step["approval"]["decision"]}),
+            );
+            let args = json!({
+                "url": s("url"),
+                "method": step.get("method"),
+                "headers": step.get("headers"),
+                "item_id": c.item_id,
+                "approval": approval,
+            });
+            match gate.call_tool("fetch_url", args, None, None).await {
+                Ok(ToolStep::Done(o)) => Ok(o),
+                Ok(ToolStep::Connect(plan)) => {
+                    return Err(Failure::Call(format!(
+                        "vectors hold no live fetch, got {plan:?}"
+                    )));
+                }
+                Err(e) => Err(e),
             }
-            Err(e) => Err(e),
-        },
+        }
         other => panic!("unknown tool {other}"),
     };
-    r.map_err(|e| format!("error: {e}"))
+    r.map_err(Failure::Error)
+}
+
+/// Why a step gave no outcome: the facade's error (which a step's `expect_error` may
+/// expect), or a runner failure.
+enum Failure {
+    Error(turngate_ffi::TurnGateError),
+    Call(String),
 }
 
 fn check(want: &Value, got: &ToolOutcomeRecord, root: &Path) -> Vec<String> {
@@ -164,7 +187,44 @@ async fn run_vector(name: &str, v: &Value) -> Vec<String> {
         } else {
             &gates[0]
         };
-        match call(gate, step, &outcomes).await {
+        let result = call(gate, step, &outcomes).await;
+        if let Some(want) = step.get("expect_error") {
+            match result {
+                Err(Failure::Error(e)) => {
+                    if e.kind() != want["kind"] {
+                        failures.push(format!(
+                            "{name} step {i}: expected a {want} error, got {e:?}"
+                        ));
+                    }
+                    let text = e.to_string();
+                    for part in want["includes"].as_array().into_iter().flatten() {
+                        if !text.contains(part.as_str().unwrap()) {
+                            failures.push(format!(
+                                "{name} step {i}: the error does not say {part}: {text}"
+                            ));
+                        }
+                    }
+                }
+                Ok(got) => failures.push(format!("{name} step {i}: expected {want}, got {got:?}")),
+                Err(Failure::Call(e)) => failures.push(format!("{name} step {i}: {e}")),
+            }
+            // A refused call has no outcome for later steps to name; keep the indices.
+            outcomes.push(ToolOutcomeRecord {
+                outcome: "error".to_owned(),
+                tool_result: String::new(),
+                kind: String::new(),
+                target: String::new(),
+                request_id: None,
+                request: None,
+                content: None,
+                exit_code: None,
+                stdout: None,
+                stderr: None,
+                status: None,
+            });
+            continue;
+        }
+        match result {
             Ok(got) => {
                 for b in check(&step["expect"], &got, &root) {
                     failures.push(format!(
@@ -174,7 +234,11 @@ async fn run_vector(name: &str, v: &Value) -> Vec<String> {
                 }
                 outcomes.push(got);
             }
-            Err(e) => {
+            Err(Failure::Error(e)) => {
+                failures.push(format!("{name} step {i} ({}): error: {e}", v["why"]));
+                return failures;
+            }
+            Err(Failure::Call(e)) => {
                 failures.push(format!("{name} step {i} ({}): {e}", v["why"]));
                 return failures;
             }

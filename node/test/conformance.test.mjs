@@ -393,7 +393,7 @@ async function toolCall(gate, step, outcomes) {
     case 'write_file': return gate.writeFile(step.path, step.content, opts)
     case 'edit_file': return gate.editFile(step.path, step.old, step.new, opts)
     case 'run_shell': return gate.runShell(step.command, { ...opts, env: step.env, timeoutMs: step.timeout_ms, stdin: step.stdin, cwd: step.cwd })
-    case 'fetch_url': return gate.fetchUrl(step.url, opts)
+    case 'fetch_url': return gate.fetchUrl(step.url, { ...opts, method: step.method, headers: step.headers })
     default: throw new Error(`unknown tool ${step.tool}`)
   }
 }
@@ -413,6 +413,15 @@ async function runTools(v) {
     const gates = { 'turn-1': new turngate.Gate('turn-1', snapshot, { store, approver }), 'turn-2': new turngate.Gate('turn-2', snapshot, { store, approver }) }
     const outcomes = []
     for (const [i, step] of v.steps.entries()) {
+      if (step.expect_error) {
+        // A call refused before it is decided: no outcome, so keep the indices with a stand-in.
+        let err = null
+        try { await toolCall(gates[step.turn ?? 'turn-1'], step, outcomes) } catch (e) { err = e }
+        assert.ok(err, `step ${i}: expected ${JSON.stringify(step.expect_error)}, got an outcome`)
+        storeError(step.expect_error, err, `step ${i}`)
+        outcomes.push({})
+        continue
+      }
       const got = await toolCall(gates[step.turn ?? 'turn-1'], step, outcomes)
       for (const [key, want] of Object.entries(step.expect)) {
         if (key.endsWith('_includes')) {

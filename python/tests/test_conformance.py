@@ -481,7 +481,9 @@ def _tool_call(gate: Any, step: dict[str, Any], outcomes: list[Any]) -> Any:
             **kw,
         )
     if tool == "fetch_url":
-        return gate.fetch_url_blocking(step["url"], **kw)
+        return gate.fetch_url_blocking(
+            step["url"], method=step.get("method", "GET"), headers=step.get("headers"), **kw
+        )
     raise AssertionError(f"unknown tool {tool}")
 
 
@@ -507,6 +509,12 @@ def run_tools(v: dict[str, Any]) -> None:
         gates = {t: turngate.Gate(t, snapshot, store, v["approver"]) for t in ("turn-1", "turn-2")}
         outcomes: list[Any] = []
         for i, step in enumerate(v["steps"]):
+            if "expect_error" in step:
+                with pytest.raises(Exception) as err:
+                    _tool_call(gates[step.get("turn", "turn-1")], step, outcomes)
+                _store_error(step["expect_error"], err.value, f"step {i}")
+                outcomes.append(None)
+                continue
             got = _tool_call(gates[step.get("turn", "turn-1")], step, outcomes)
             for key, want in step["expect"].items():
                 if key.endswith("_includes"):
