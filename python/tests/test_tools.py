@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import http.server
 import os
+import socket
 import stat
 import threading
 from pathlib import Path
@@ -313,6 +314,92 @@ def test_fetch_url_to_a_closed_port_fails_rather_than_raising(workspace: Path, s
     r = gate.fetch_url_blocking("http://127.0.0.1:9/", timeout_ms=2000)
     assert r["outcome"] == "failed", r
     assert "allowed but failed" in r["tool_result"]
+
+
+class _Echo:
+    """A raw HTTP server that answers each connection with the bytes of the request it read:
+    what the binding really sent, a smuggled second request line included."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self.sock.getsockname()[1]
+        self.seen: list[bytes] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                raw = b""
+                while b"\r\n\r\n" not in raw:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    raw += chunk
+                self.seen.append(raw)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(raw) + raw)
+
+
+@pytest.fixture
+def echo() -> Iterator[_Echo]:
+    e = _Echo()
+    yield e
+    e.sock.close()
+
+
+def test_fetch_url_sends_the_checked_method_not_a_subclass_s_str(workspace: Path, store: Store, echo: _Echo) -> None:
+    # The core reads the string's characters; http.client formats the request line with
+    # `%s`, which calls `__str__`: the binding must send the core's copy.
+    class Sly(str):
+        def __str__(self) -> str:
+            return "GET /admin HTTP/1.1\r\nHost: internal.example\r\n\r\nPOST"
+
+    gate = Gate("t", _snapshot(workspace, allowed_domains=["127.0.0.1"]), store, "approve_all")
+    r = gate.fetch_url_blocking(f"http://127.0.0.1:{echo.port}/x", method=Sly("POST"), body="b")
+    assert r["outcome"] == "ok", r
+    head = r["content"].split("\r\n")
+    assert head[0] == "POST /x HTTP/1.1", head
+    assert f"Host: 127.0.0.1:{echo.port}" in head and "internal.example" not in r["content"], head
+
+
+def test_fetch_url_refuses_a_host_header_and_a_line_break_before_connecting(
+    workspace: Path, store: Store, echo: _Echo
+) -> None:
+    gate = Gate("t", _snapshot(workspace, allowed_domains=["127.0.0.1"]), store, "approve_all")
+    url = f"http://127.0.0.1:{echo.port}/x"
+    for headers, says in [
+        ({"Host": "internal.example"}, "set by fetch_url itself"),
+        ({"content-length": "0"}, "set by fetch_url itself"),
+        ({"X-A": "1\r\nHost: internal.example"}, "line break"),
+        ({"X A": "1"}, "not an HTTP token"),
+    ]:
+        with pytest.raises(turngate.InvalidInput, match=says):
+            gate.fetch_url_blocking(url, headers=headers)
+    with pytest.raises(TypeError, match="headers must be a mapping"):
+        gate.fetch_url_blocking(url, headers=[("X-A", "1")])  # type: ignore[arg-type]
+    assert echo.seen == []
+    ok = gate.fetch_url_blocking(url, headers={"X-Note": "a b"})
+    assert "\r\nX-Note: a b\r\n" in ok["content"], ok
+
+
+def test_fetch_url_reads_the_headers_once(workspace: Path, store: Store, echo: _Echo) -> None:
+    # A mapping that answers differently the second time it is read: what was checked is
+    # what is sent.
+    class Flip(dict[str, str]):
+        reads = 0
+
+        def items(self) -> Any:
+            Flip.reads += 1
+            return {"X-A": "checked"}.items() if Flip.reads == 1 else {"Host": "internal.example"}.items()
+
+    gate = Gate("t", _snapshot(workspace, allowed_domains=["127.0.0.1"]), store, "approve_all")
+    r = gate.fetch_url_blocking(f"http://127.0.0.1:{echo.port}/x", headers=Flip())
+    assert "X-A: checked" in r["content"] and "internal.example" not in r["content"], r
+    assert Flip.reads == 1
 
 
 # ---- the README's example ---------------------------------------------------------------------

@@ -79,14 +79,30 @@ def _stdin(stdin: Union[str, bytes, None]) -> Optional[bytes]:
     raise TypeError(f"stdin must be str or bytes, not {type(stdin).__name__}")
 
 
-def _http(
-    plan: dict[str, Any],
-    method: str,
-    headers: Optional[Mapping[str, str]],
-    body: Union[str, bytes, None],
-    timeout_ms: Optional[int],
-) -> ToolOutcome:
-    """The HTTP exchange of an allowed fetch, to a vetted address only."""
+def _body(body: Union[str, bytes, None]) -> Optional[bytes]:
+    """The request body as exact bytes, read once (a subclass's overrides are not called)."""
+    if body is None:
+        return None
+    if isinstance(body, str):
+        return str.encode(body)
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        return memoryview(body).tobytes()
+    raise TypeError(f"body must be str or bytes, not {type(body).__name__}")
+
+
+def _headers(headers: Optional[Mapping[str, str]]) -> Optional[dict[str, Any]]:
+    """The caller's headers, read once, for the core to check (it refuses the ones the tool
+    sets itself, and any line break)."""
+    if headers is None:
+        return None
+    if not isinstance(headers, Mapping):
+        raise TypeError(f"headers must be a mapping of str to str, not {type(headers).__name__}")
+    return dict(headers.items())
+
+
+def _http(plan: dict[str, Any], data: Optional[bytes], timeout_ms: Optional[int]) -> ToolOutcome:
+    """The HTTP exchange of an allowed fetch, to a vetted address only: the method and the
+    headers are the plan's, as the core checked them, never the caller's objects again."""
     url: str = plan["url"]
     timeout = (timeout_ms if timeout_ms is not None else FETCH_TIMEOUT_MS) / 1000
     sock: Optional[socket.socket] = None
@@ -109,8 +125,8 @@ def _http(
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=plan["host"])
         conn = http.client.HTTPConnection(plan["host"], plan["port"], timeout=timeout)
         conn.sock = sock  # the connection to the vetted address: http.client never resolves
-        data = body.encode() if isinstance(body, str) else body
-        conn.request(method, plan["path"], body=data, headers=dict(headers or {}))
+        headers = {h["name"]: h["value"] for h in plan["headers"]}
+        conn.request(plan["method"], plan["path"], body=data, headers=headers)
         resp = conn.getresponse()
         raw = resp.read(FETCH_MAX_BYTES + 1)
         conn.close()
@@ -285,11 +301,17 @@ def _fetch_url(
 ) -> _Call:
     """Fetch an http(s) URL through the gate: the core checks the host, resolves it once
     and vets the addresses; the request goes to one of those only. A 3xx is reported
-    with its location, not followed (fetch it again: it is checked again)."""
-    args = dict(url=url, method=method, item_id=item_id, tool=tool, approval=approval)
-    then: Callable[[dict[str, Any]], ToolOutcome] = lambda step: _http(
-        step, method, headers, body, timeout_ms
+    with its location, not followed (fetch it again: it is checked again).
+
+    ``method`` (letters only, not ``CONNECT``) and ``headers`` are checked by the core before
+    the call is decided and sent exactly as checked; ``Host``, ``Content-Length``,
+    ``Transfer-Encoding`` and the hop-by-hop headers are the tool's own, and a value with a
+    line break or a non-ASCII character is refused (:class:`InvalidInput`, naming it)."""
+    data = _body(body)
+    args = dict(
+        url=url, method=method, headers=_headers(headers), item_id=item_id, tool=tool, approval=approval
     )
+    then: Callable[[dict[str, Any]], ToolOutcome] = lambda step: _http(step, data, timeout_ms)
     return _Call("fetch_url", (), args, then)
 
 
