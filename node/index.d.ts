@@ -352,7 +352,13 @@ export type RunShellOptions = ToolOptions & {
 }
 
 export type FetchUrlOptions = ToolOptions & {
+  /** Letters only, not CONNECT; `GET` when absent. Checked by the core, which sends its copy. */
   method?: string
+  /**
+   * Sent as checked: names are HTTP tokens, values visible ASCII (no line breaks). `Host`,
+   * `Content-Length`, `Transfer-Encoding` and the hop-by-hop headers are refused: fetchUrl sets
+   * them from the URL and the body.
+   */
   headers?: Record<string, string>
   body?: string | Uint8Array
   timeoutMs?: number

@@ -351,10 +351,12 @@ function text(value, what) {
   return value
 }
 
+// A copy of the caller's options: each option is read once, so a getter cannot answer the
+// check one way and the call another.
 function optsOf(opts, what) {
   if (opts == null) return {}
   if (typeof opts !== 'object') throw new InvalidInputError(`${what}: the options must be an object, not ${typeof opts}`, 'InvalidInput')
-  return opts
+  return { ...opts }
 }
 
 /** Run native tool `name` with `args`; `opts.signal` cancels it (a running command is killed);
@@ -387,7 +389,7 @@ async function callTool(gate, name, args, data, opts = {}) {
 
 const common = (opts) => ({ itemId: opts.itemId, tool: opts.tool, approval: opts.approval })
 
-function httpExchange(plan, opts) {
+function httpExchange(plan, opts, body) {
   const transport = plan.scheme === 'https' ? require('node:https') : require('node:http')
   const addrs = plan.addrs.map((a) => {
     const i = a.lastIndexOf(':')
@@ -399,14 +401,14 @@ function httpExchange(plan, opts) {
     if (options && options.all) callback(null, addrs)
     else callback(null, addrs[0].address, addrs[0].family)
   }
-  const body = bytesOf(opts.body, 'body')
   return new Promise((resolve) => {
     const req = transport.request({
       host: plan.host,
       port: plan.port,
       path: plan.path,
-      method: opts.method ?? 'GET',
-      headers: opts.headers ?? {},
+      // The method and headers the core checked (the plan's copy), never the caller's again.
+      method: plan.method,
+      headers: Object.fromEntries(plan.headers.map((h) => [h.name, h.value])),
       lookup,
       signal: opts.signal,
       timeout: opts.timeoutMs ?? FETCH_TIMEOUT_MS,
@@ -464,9 +466,11 @@ const gateTools = {
   },
   async fetchUrl(url, opts) {
     opts = optsOf(opts, 'Gate.fetchUrl')
-    const step = await callTool(this, 'fetch_url', { url: text(url, 'Gate.fetchUrl: url'), method: opts.method ?? 'GET', ...common(opts) }, null, { signal: opts.signal })
+    const body = bytesOf(opts.body, 'Gate.fetchUrl: body')
+    const args = { url: text(url, 'Gate.fetchUrl: url'), method: opts.method ?? 'GET', headers: opts.headers ?? null, ...common(opts) }
+    const step = await callTool(this, 'fetch_url', args, null, { signal: opts.signal })
     if (step.step === 'done') return outcomeOf(step)
-    const r = await httpExchange(step, opts)
+    const r = await httpExchange(step, opts, body)
     if (r.aborted) throw abortError(opts.signal)
     return r.outcome
   },

@@ -7,6 +7,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
+import net from 'node:net'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync, chmodSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -181,6 +182,75 @@ test('fetchUrl connects to the vetted address; a redirect is reported, not follo
     const plain = new turngate.Gate('t2', snapshotOf(ws), { store: await turngate.Store.open(path.join(root, 'audit.db')), approver: turngate.Approver.approveAll() })
     const denied = await plain.fetchUrl(url)
     assert.equal(denied.outcome, 'denied', JSON.stringify(denied))
+  } finally {
+    s.close()
+    cleanup()
+  }
+})
+
+// A raw server that answers each connection with the bytes of the request head it read: what
+// the binding really sent.
+function echoServer() {
+  const seen = []
+  const s = net.createServer((sock) => {
+    let raw = Buffer.alloc(0)
+    sock.on('data', (c) => {
+      raw = Buffer.concat([raw, c])
+      if (!raw.includes('\r\n\r\n')) return
+      seen.push(raw.toString('latin1'))
+      sock.end(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: ${raw.length}\r\n\r\n`), raw]))
+    })
+    sock.on('error', () => {})
+  })
+  return new Promise((resolve) => s.listen(0, '127.0.0.1', () => resolve({ s, seen, port: s.address().port })))
+}
+
+test('fetchUrl refuses a Host header, framing headers and line breaks before it connects', async () => {
+  const { root, ws, cleanup } = workspace()
+  const { s, seen, port } = await echoServer()
+  try {
+    const gate = new turngate.Gate('t', snapshotOf(ws, 'auto_accept_edits', { allowed_domains: ['127.0.0.1'] }), {
+      store: await turngate.Store.open(path.join(root, 'audit.db')),
+      approver: turngate.Approver.approveAll(),
+    })
+    const url = `http://127.0.0.1:${port}/x`
+    for (const [headers, says] of [
+      [{ Host: 'internal.example' }, /set by fetch_url itself/],
+      [{ 'Transfer-Encoding': 'chunked' }, /set by fetch_url itself/],
+      [{ 'X-A': '1\r\nHost: internal.example' }, /line break/],
+      [{ 'X-A': ['1', '2'] }, /must be a string/],
+    ]) {
+      await assert.rejects(gate.fetchUrl(url, { headers }), (e) => e instanceof turngate.InvalidInputError && says.test(e.message))
+    }
+    await assert.rejects(gate.fetchUrl(url, { method: 'CONNECT' }), turngate.InvalidInputError)
+    assert.deepEqual(seen, [])
+    const ok = await gate.fetchUrl(url, { method: 'PUT', headers: { 'X-Note': 'a b' }, body: 'x' })
+    const head = ok.content.split('\r\n')
+    assert.equal(head[0], 'PUT /x HTTP/1.1')
+    assert.ok(head.includes(`Host: 127.0.0.1:${port}`) && head.includes('X-Note: a b'), ok.content)
+  } finally {
+    s.close()
+    cleanup()
+  }
+})
+
+test('fetchUrl reads each option once: a getter cannot answer the check one way and the request another', async () => {
+  const { root, ws, cleanup } = workspace()
+  const { s, port } = await echoServer()
+  try {
+    const gate = new turngate.Gate('t', snapshotOf(ws, 'auto_accept_edits', { allowed_domains: ['127.0.0.1'] }), {
+      store: await turngate.Store.open(path.join(root, 'audit.db')),
+      approver: turngate.Approver.approveAll(),
+    })
+    const reads = { method: 0, headers: 0 }
+    const opts = {
+      get method() { return reads.method++ === 0 ? 'POST' : 'DELETE' },
+      get headers() { return reads.headers++ === 0 ? { 'X-A': 'checked' } : { Host: 'internal.example' } },
+    }
+    const r = await gate.fetchUrl(`http://127.0.0.1:${port}/x`, opts)
+    assert.equal(r.content.split('\r\n')[0], 'POST /x HTTP/1.1', r.content)
+    assert.ok(r.content.includes('X-A: checked') && !r.content.includes('internal.example'), r.content)
+    assert.deepEqual(reads, { method: 1, headers: 1 })
   } finally {
     s.close()
     cleanup()
