@@ -387,6 +387,17 @@ async function callTool(gate, name, args, data, opts = {}) {
   }
 }
 
+// fetchUrl's headers as a plain object for the core to check: a Map or a fetch `Headers` would
+// cross as `{}` and lose every header without a word.
+function headersOf(headers) {
+  if (headers == null) return null
+  const proto = typeof headers === 'object' ? Object.getPrototypeOf(headers) : undefined
+  if (proto !== Object.prototype && proto !== null) {
+    throw new InvalidInputError(`Gate.fetchUrl: headers must be a plain object of strings, not ${headers?.constructor?.name ?? typeof headers}`, 'InvalidInput')
+  }
+  return headers
+}
+
 const common = (opts) => ({ itemId: opts.itemId, tool: opts.tool, approval: opts.approval })
 
 function httpExchange(plan, opts, body) {
@@ -467,7 +478,7 @@ const gateTools = {
   async fetchUrl(url, opts) {
     opts = optsOf(opts, 'Gate.fetchUrl')
     const body = bytesOf(opts.body, 'Gate.fetchUrl: body')
-    const args = { url: text(url, 'Gate.fetchUrl: url'), method: opts.method ?? 'GET', headers: opts.headers ?? null, ...common(opts) }
+    const args = { url: text(url, 'Gate.fetchUrl: url'), method: opts.method ?? 'GET', headers: headersOf(opts.headers), ...common(opts) }
     const step = await callTool(this, 'fetch_url', args, null, { signal: opts.signal })
     if (step.step === 'done') return outcomeOf(step)
     const r = await httpExchange(step, opts, body)

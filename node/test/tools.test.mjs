@@ -223,6 +223,8 @@ test('fetchUrl refuses a Host header, framing headers and line breaks before it 
       await assert.rejects(gate.fetchUrl(url, { headers }), (e) => e instanceof turngate.InvalidInputError && says.test(e.message))
     }
     await assert.rejects(gate.fetchUrl(url, { method: 'CONNECT' }), turngate.InvalidInputError)
+    // A Map would cross as {} and drop every header: refused, naming it.
+    await assert.rejects(gate.fetchUrl(url, { headers: new Map([['X-A', '1']]) }), (e) => e instanceof turngate.InvalidInputError && /plain object of strings, not Map/.test(e.message))
     assert.deepEqual(seen, [])
     const ok = await gate.fetchUrl(url, { method: 'PUT', headers: { 'X-Note': 'a b' }, body: 'x' })
     const head = ok.content.split('\r\n')
