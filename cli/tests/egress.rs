@@ -981,22 +981,46 @@ fn without_a_network_namespace_restricted_blocks_everything_and_says_so() {
 /// (after three quiet seconds it stops early), writes `STATUS...` lines to `held`, waits for
 /// the file `go` (the test looks at turngate meanwhile), then collects the rest for up to
 /// WAIT more seconds, closes everything, and (`after`) opens one more tunnel to the first
-/// target.
+/// target. A `--then` among the targets splits them: the ones before it send their CONNECTs
+/// first, and the rest wait for the file `next` (the test writes it once it has seen what the
+/// first ones did), so the proxy's order of arrival is the test's, not the scheduler's.
 const BURST: &str = r#"
 import os, socket, selectors, sys, time
 
 PROXY = ("127.0.0.1", int(os.environ["HTTP_PROXY"].rsplit(":", 1)[1]))
 wait = float(sys.argv[1])
 after = sys.argv[2] == "after"
-targets = sys.argv[3:]
+groups = [[]]
+for t in sys.argv[3:]:
+    if t == "--then":
+        groups.append([])
+    else:
+        groups[-1].append(t)
+targets = [t for g in groups for t in g]
 sel = selectors.DefaultSelector()
 state = {}
-for t in targets:
-    s = socket.socket()
-    s.setblocking(False)
-    s.connect_ex(PROXY)
-    state[s] = [t, b"", False]
-    sel.register(s, selectors.EVENT_WRITE)
+
+def open_all(group):
+    for t in group:
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(PROXY)
+        state[s] = [t, b"", False]
+        sel.register(s, selectors.EVENT_WRITE)
+
+open_all(groups[0])
+for group in groups[1:]:
+    deadline = time.monotonic() + 60
+    while not all(sent for _, _, sent in state.values()) and time.monotonic() < deadline:
+        for key, ev in sel.select(timeout=0.2):
+            s = key.fileobj
+            if ev & selectors.EVENT_WRITE and not state[s][2]:
+                s.send(f"CONNECT {state[s][0]} HTTP/1.1\r\nHost: {state[s][0]}\r\n\r\n".encode())
+                state[s][2] = True
+                sel.modify(s, selectors.EVENT_READ)
+    while not os.path.exists("next") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    open_all(group)
 status = {}
 
 def collect(seconds):
@@ -1079,6 +1103,37 @@ impl Env {
             assert!(Instant::now() < deadline, "burst.py never held");
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Once the pending asks satisfy `ready`, let `burst.py` send its targets after `--then`.
+    fn next_after(
+        &self,
+        child: &mut std::process::Child,
+        ready: impl Fn(&[serde_json::Value]) -> bool,
+    ) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        // Until the command has opened its store, listing it fails: not ready yet.
+        let listed = || {
+            let out = Command::new(bin())
+                .args(["approvals", "list", "--json", "--store", &self.store()])
+                .output()
+                .unwrap();
+            let all = serde_json::from_slice::<serde_json::Value>(&out.stdout).ok();
+            let all = all.and_then(|v| v.as_array().cloned()).unwrap_or_default();
+            out.status.success() && ready(&all)
+        };
+        while !listed() {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the command ended before its first targets were asked about"
+            );
+            assert!(
+                Instant::now() < deadline,
+                "the first targets were never asked about"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::fs::write(self.workspace.join("next"), "").unwrap();
     }
 
     fn go(&self) {
@@ -1183,7 +1238,10 @@ fn concurrent_asks_are_coalesced_capped_and_cancelled_when_the_command_ends() {
                 "8".to_owned(),
                 "-".to_owned(),
             ];
+            // The 40 to pkg.test first; the 12 other hosts once its ask is pending (a burst of
+            // all 52 at once let the scheduler put 8 other hosts' asks ahead of it).
             argv.extend(std::iter::repeat_n(format!("pkg.test:{p}"), 40));
+            argv.push("--then".to_owned());
             argv.extend((0..12).map(|i| format!("h{i}.test:443")));
             let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
             let mut child = env
@@ -1192,6 +1250,13 @@ fn concurrent_asks_are_coalesced_capped_and_cancelled_when_the_command_ends() {
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
+            env.next_after(&mut child, |pending| {
+                pending.iter().any(|a| {
+                    a["action"]["target"]
+                        .as_str()
+                        .is_some_and(|t| t.contains("pkg.test"))
+                })
+            });
             let held = env.held(&mut child);
             let pending = env.pending();
             // Approve the one pkg.test ask: all 40 connections waiting on it go through.
