@@ -351,6 +351,13 @@ def echo() -> Iterator[_Echo]:
     e.sock.close()
 
 
+def _sent(r: turngate.ToolOutcome) -> str:
+    """What the echo server received: an allowed fetch's content."""
+    content = r["content"]
+    assert r["outcome"] == "ok" and content is not None, r
+    return content
+
+
 def test_fetch_url_sends_the_checked_method_not_a_subclass_s_str(workspace: Path, store: Store, echo: _Echo) -> None:
     # The core reads the string's characters; http.client formats the request line with
     # `%s`, which calls `__str__`: the binding must send the core's copy.
@@ -360,10 +367,10 @@ def test_fetch_url_sends_the_checked_method_not_a_subclass_s_str(workspace: Path
 
     gate = Gate("t", _snapshot(workspace, allowed_domains=["127.0.0.1"]), store, "approve_all")
     r = gate.fetch_url_blocking(f"http://127.0.0.1:{echo.port}/x", method=Sly("POST"), body="b")
-    assert r["outcome"] == "ok", r
-    head = r["content"].split("\r\n")
+    sent = _sent(r)
+    head = sent.split("\r\n")
     assert head[0] == "POST /x HTTP/1.1", head
-    assert f"Host: 127.0.0.1:{echo.port}" in head and "internal.example" not in r["content"], head
+    assert f"Host: 127.0.0.1:{echo.port}" in head and "internal.example" not in sent, head
 
 
 def test_fetch_url_refuses_a_host_header_and_a_line_break_before_connecting(
@@ -383,7 +390,7 @@ def test_fetch_url_refuses_a_host_header_and_a_line_break_before_connecting(
         gate.fetch_url_blocking(url, headers=[("X-A", "1")])  # type: ignore[arg-type]
     assert echo.seen == []
     ok = gate.fetch_url_blocking(url, headers={"X-Note": "a b"})
-    assert "\r\nX-Note: a b\r\n" in ok["content"], ok
+    assert "\r\nX-Note: a b\r\n" in _sent(ok), ok
 
 
 def test_fetch_url_reads_the_headers_once(workspace: Path, store: Store, echo: _Echo) -> None:
@@ -398,7 +405,8 @@ def test_fetch_url_reads_the_headers_once(workspace: Path, store: Store, echo: _
 
     gate = Gate("t", _snapshot(workspace, allowed_domains=["127.0.0.1"]), store, "approve_all")
     r = gate.fetch_url_blocking(f"http://127.0.0.1:{echo.port}/x", headers=Flip())
-    assert "X-A: checked" in r["content"] and "internal.example" not in r["content"], r
+    sent = _sent(r)
+    assert "X-A: checked" in sent and "internal.example" not in sent, r
     assert Flip.reads == 1
 
 
