@@ -249,13 +249,15 @@ pub struct FetchHeaderRecord {
 }
 
 /// The headers a caller may not set on `fetch_url`: `Host` is the URL's (what the gate
-/// checked), and the framing (`Content-Length`, `Transfer-Encoding`) is the body's. A second
-/// value of either lets a request smuggle another past the check; the hop-by-hop ones belong
-/// to the connection, which the binding owns.
-const FETCH_OWNED_HEADERS: [&str; 9] = [
+/// checked), and the framing (`Content-Length`, `Transfer-Encoding`, and `Expect`, which makes
+/// Node write the head before it knows the body) is the body's. A second value of either lets
+/// a request smuggle another past the check; the hop-by-hop ones belong to the connection,
+/// which the binding owns.
+const FETCH_OWNED_HEADERS: [&str; 10] = [
     "host",
     "content-length",
     "transfer-encoding",
+    "expect",
     "connection",
     "keep-alive",
     "proxy-connection",
@@ -1002,6 +1004,7 @@ mod tests {
         refused(Some("connect"), vec![], "CONNECT");
         for owned in [
             "Host",
+            "Expect",
             "content-length",
             "Transfer-Encoding",
             "TE",
