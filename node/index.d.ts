@@ -360,7 +360,9 @@ export type FetchUrlOptions = ToolOptions & {
    * them from the URL and the body.
    */
   headers?: Record<string, string>
+  /** Copied when the call starts, and framed by fetchUrl (Content-Length) for every method. */
   body?: string | Uint8Array
+  /** The whole exchange, connect to last byte (30 s when absent). The response is read up to 1 MiB. */
   timeoutMs?: number
 }
 

@@ -336,10 +336,16 @@ function abortError(signal) {
   return signal.reason instanceof Error ? signal.reason : Object.assign(new Error('This operation was aborted'), { name: 'AbortError', reason: signal.reason })
 }
 
+// The caller's bytes, copied once: a fresh Buffer whose length is the view's own (the
+// TypedArray constructor reads the internal length, never a `length` or `byteLength` property
+// the caller defined), so neither a lying property nor a resizable buffer grown later can
+// change what is framed and sent.
 function bytesOf(value, what) {
   if (value == null) return null
-  if (Buffer.isBuffer(value)) return value
-  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+  if (value instanceof Uint8Array) {
+    const copy = new Uint8Array(value)
+    return Buffer.from(copy.buffer, copy.byteOffset, copy.byteLength)
+  }
   if (typeof value === 'string') return Buffer.from(value, 'utf8')
   throw new InvalidInputError(`${what} must be a string, a Buffer or a Uint8Array`, 'InvalidInput')
 }
@@ -412,40 +418,57 @@ function httpExchange(plan, opts, body) {
     if (options && options.all) callback(null, addrs)
     else callback(null, addrs[0].address, addrs[0].family)
   }
+  // The method and headers the core checked (the plan's copy), never the caller's again; the
+  // body framed here, for every method (node:http leaves a GET's body unframed, and the server
+  // would read it as a second request).
+  const headers = Object.fromEntries(plan.headers.map((h) => [h.name, h.value]))
+  if (body !== null) headers['Content-Length'] = String(body.length)
+  const ms = opts.timeoutMs ?? FETCH_TIMEOUT_MS
   return new Promise((resolve) => {
+    let timer = null
+    const settle = (r) => {
+      clearTimeout(timer)
+      resolve(r)
+    }
     const req = transport.request({
       host: plan.host,
       port: plan.port,
       path: plan.path,
-      // The method and headers the core checked (the plan's copy), never the caller's again.
       method: plan.method,
-      headers: Object.fromEntries(plan.headers.map((h) => [h.name, h.value])),
+      headers,
       lookup,
+      agent: false,
       signal: opts.signal,
-      timeout: opts.timeoutMs ?? FETCH_TIMEOUT_MS,
       servername: plan.scheme === 'https' ? plan.host : undefined,
     })
-    req.on('timeout', () => req.destroy(new Error(`timed out after ${opts.timeoutMs ?? FETCH_TIMEOUT_MS} ms`)))
+    // The whole exchange, not each read: a server that drips forever is cut off.
+    timer = setTimeout(() => {
+      settle({ outcome: native._fetchFailed(plan.url, `timed out after ${ms} ms`) })
+      req.destroy()
+    }, ms)
     req.on('error', (e) => {
-      if (opts.signal?.aborted) resolve({ aborted: true })
-      else resolve({ outcome: native._fetchFailed(plan.url, `${e.name}: ${e.message}`) })
+      if (opts.signal?.aborted) settle({ aborted: true })
+      else settle({ outcome: native._fetchFailed(plan.url, `${e.name}: ${e.message}`) })
     })
     req.on('response', (res) => {
       const chunks = []
       let size = 0
-      let truncated = false
+      const location = typeof res.headers.location === 'string' ? res.headers.location : null
+      const done = (truncated) => {
+        const data = Buffer.concat(chunks).subarray(0, FETCH_MAX_BYTES)
+        settle({ outcome: native._fetchDone(plan.url, res.statusCode ?? 0, data, truncated, location) })
+      }
       res.on('data', (c) => {
-        if (size >= FETCH_MAX_BYTES) { truncated = true; return }
         chunks.push(c)
         size += c.length
+        // Past the cap: keep what fits, and stop reading (the rest is never downloaded).
+        if (size > FETCH_MAX_BYTES) {
+          done(true)
+          res.destroy()
+        }
       })
-      res.on('end', () => {
-        let data = Buffer.concat(chunks)
-        if (data.length > FETCH_MAX_BYTES) { data = data.subarray(0, FETCH_MAX_BYTES); truncated = true }
-        const location = typeof res.headers.location === 'string' ? res.headers.location : null
-        resolve({ outcome: native._fetchDone(plan.url, res.statusCode ?? 0, data, truncated, location) })
-      })
-      res.on('error', (e) => resolve({ outcome: native._fetchFailed(plan.url, e.message) }))
+      res.on('end', () => done(false))
+      res.on('error', (e) => settle({ outcome: native._fetchFailed(plan.url, e.message) }))
     })
     req.end(body ?? undefined)
   })

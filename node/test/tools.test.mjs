@@ -188,17 +188,21 @@ test('fetchUrl connects to the vetted address; a redirect is reported, not follo
   }
 })
 
-// A raw server that answers each connection with the bytes of the request head it read: what
-// the binding really sent.
+// A raw server that answers each connection with every byte it received in the 100 ms after
+// the first request head: what the binding really sent, a smuggled second request included.
 function echoServer() {
   const seen = []
   const s = net.createServer((sock) => {
     let raw = Buffer.alloc(0)
+    let answering = false
     sock.on('data', (c) => {
       raw = Buffer.concat([raw, c])
-      if (!raw.includes('\r\n\r\n')) return
-      seen.push(raw.toString('latin1'))
-      sock.end(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: ${raw.length}\r\n\r\n`), raw]))
+      if (answering || !raw.includes('\r\n\r\n')) return
+      answering = true
+      setTimeout(() => {
+        seen.push(raw.toString('latin1'))
+        sock.end(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: ${raw.length}\r\n\r\n`), raw]))
+      }, 100)
     })
     sock.on('error', () => {})
   })
@@ -254,6 +258,94 @@ test('fetchUrl reads each option once: a getter cannot answer the check one way 
     assert.ok(r.content.includes('X-A: checked') && !r.content.includes('internal.example'), r.content)
     assert.deepEqual(reads, { method: 1, headers: 1 })
   } finally {
+    s.close()
+    cleanup()
+  }
+})
+
+// The bytes after the head, and whether the head frames exactly those.
+function framed(content) {
+  const [head, ...rest] = content.split('\r\n\r\n')
+  const body = rest.join('\r\n\r\n')
+  const length = /\r\ncontent-length: (\d+)\r\n/i.exec(head + '\r\n')
+  return { head, body, exact: length !== null && Number(length[1]) === Buffer.byteLength(body, 'latin1') }
+}
+
+test('fetchUrl frames the body it sends: no GET body, lying length or grown buffer carries a second request', async () => {
+  const { root, ws, cleanup } = workspace()
+  const { s, port } = await echoServer()
+  try {
+    const gate = new turngate.Gate('t', snapshotOf(ws, 'auto_accept_edits', { allowed_domains: ['127.0.0.1'] }), {
+      store: await turngate.Store.open(path.join(root, 'audit.db')),
+      approver: turngate.Approver.approveAll(),
+    })
+    const url = `http://127.0.0.1:${port}/x`
+    const smuggled = 'GET /admin HTTP/1.1\r\nHost: internal.example\r\n\r\n'
+    // node:http frames no body of a GET, DELETE or OPTIONS by itself: the server would read
+    // this one as a second request.
+    for (const method of ['GET', 'DELETE', 'OPTIONS']) {
+      const r = framed((await gate.fetchUrl(url, { method, body: smuggled })).content)
+      assert.ok(r.exact, `${method}: the body is not framed: ${JSON.stringify(r)}`)
+      assert.equal(r.body, smuggled)
+    }
+    // A Buffer whose own byteLength says 5: the whole buffer is sent, and framed as such.
+    const lying = Buffer.from('hello' + smuggled)
+    Object.defineProperty(lying, 'byteLength', { value: 5 })
+    Object.defineProperty(lying, 'length', { value: 5 })
+    const l = framed((await gate.fetchUrl(url, { method: 'POST', body: lying })).content)
+    assert.ok(l.exact && l.body === 'hello' + smuggled, JSON.stringify(l))
+    // A length-tracking view of a resizable buffer, grown once the call has started: what is
+    // sent is what it held at the call.
+    const rab = new ArrayBuffer(5, { maxByteLength: 4096 })
+    const view = new Uint8Array(rab)
+    view.set(Buffer.from('hello'))
+    const call = gate.fetchUrl(url, { method: 'POST', body: view })
+    rab.resize(5 + smuggled.length)
+    view.set(Buffer.from(smuggled), 5)
+    const g = framed((await call).content)
+    assert.ok(g.exact && g.body === 'hello', JSON.stringify(g))
+  } finally {
+    s.close()
+    cleanup()
+  }
+})
+
+test('fetchUrl stops reading at the cap, and timeoutMs bounds the whole exchange', { timeout: 60_000 }, async () => {
+  const { root, ws, cleanup } = workspace()
+  let sent = 0
+  // One server streams without end, as fast as it may; the other drips a byte every 50 ms.
+  const s = http.createServer((req, res) => {
+    res.writeHead(200)
+    if (req.url === '/drip') {
+      const t = setInterval(() => res.write('x'), 50)
+      res.on('close', () => clearInterval(t))
+      return
+    }
+    const chunk = Buffer.alloc(64 * 1024, 'y')
+    const pump = () => {
+      while (res.write(chunk)) { sent += chunk.length; if (sent > (64 << 20)) return res.end() }
+      res.once('drain', pump)
+    }
+    pump()
+  })
+  await new Promise((resolve) => s.listen(0, '127.0.0.1', resolve))
+  try {
+    const port = s.address().port
+    const gate = new turngate.Gate('t', snapshotOf(ws, 'auto_accept_edits', { allowed_domains: ['127.0.0.1'] }), {
+      store: await turngate.Store.open(path.join(root, 'audit.db')),
+      approver: turngate.Approver.approveAll(),
+    })
+    const big = await gate.fetchUrl(`http://127.0.0.1:${port}/big`)
+    assert.equal(big.outcome, 'ok', JSON.stringify(big.toolResult))
+    assert.equal(big.content.length, 1 << 20)
+    assert.match(big.toolResult, /truncated/)
+    // Reading stopped at the cap: the server could not push its 64 MiB through.
+    assert.ok(sent < (64 << 20), `the server sent ${sent} bytes`)
+    const drip = await gate.fetchUrl(`http://127.0.0.1:${port}/drip`, { timeoutMs: 500 })
+    assert.equal(drip.outcome, 'failed', JSON.stringify(drip))
+    assert.match(drip.toolResult, /timed out after 500 ms/)
+  } finally {
+    s.closeAllConnections()
     s.close()
     cleanup()
   }
