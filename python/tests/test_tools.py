@@ -12,6 +12,7 @@ import os
 import socket
 import stat
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator, cast
 
@@ -408,6 +409,52 @@ def test_fetch_url_reads_the_headers_once(workspace: Path, store: Store, echo: _
     sent = _sent(r)
     assert "X-A: checked" in sent and "internal.example" not in sent, r
     assert Flip.reads == 1
+
+
+class _Stream(http.server.BaseHTTPRequestHandler):
+    """``/drip``: a byte every 50 ms, without end; ``/big``: 64 MiB as fast as it may."""
+
+    sent = 0
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.send_response(200)
+        self.end_headers()
+        try:
+            if self.path == "/drip":
+                while True:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            chunk = b"y" * 65536
+            for _ in range(1024):
+                self.wfile.write(chunk)
+                _Stream.sent += len(chunk)
+        except OSError:
+            pass
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_fetch_url_stops_reading_at_the_cap_and_timeout_ms_bounds_the_whole_exchange(
+    workspace: Path, store: Store
+) -> None:
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Stream)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        port = httpd.server_address[1]
+        gate = Gate("t", _snapshot(workspace, allowed_domains=["127.0.0.1"]), store, "approve_all")
+        big = gate.fetch_url_blocking(f"http://127.0.0.1:{port}/big")
+        assert len(_sent(big)) == 1 << 20 and "truncated" in big["tool_result"]
+        # The idle timeout alone never fired here: a byte came every 50 ms.
+        drip = gate.fetch_url_blocking(f"http://127.0.0.1:{port}/drip", timeout_ms=500)
+        assert drip["outcome"] == "failed", drip
+        assert "timed out after 500 ms" in drip["tool_result"], drip
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert _Stream.sent < 64 << 20, f"the server sent {_Stream.sent} bytes"
 
 
 # ---- the README's example ---------------------------------------------------------------------

@@ -20,6 +20,7 @@ import inspect
 import os
 import socket
 import ssl
+import time
 import types
 import uuid
 from typing import (
@@ -102,15 +103,25 @@ def _headers(headers: Optional[Mapping[str, str]]) -> Optional[dict[str, Any]]:
 
 def _http(plan: dict[str, Any], data: Optional[bytes], timeout_ms: Optional[int]) -> ToolOutcome:
     """The HTTP exchange of an allowed fetch, to a vetted address only: the method and the
-    headers are the plan's, as the core checked them, never the caller's objects again."""
+    headers are the plan's, as the core checked them, never the caller's objects again.
+    ``timeout_ms`` bounds the whole exchange (a server that drips forever is cut off), and
+    reading stops at the cap."""
     url: str = plan["url"]
-    timeout = (timeout_ms if timeout_ms is not None else FETCH_TIMEOUT_MS) / 1000
+    ms = timeout_ms if timeout_ms is not None else FETCH_TIMEOUT_MS
+    deadline = time.monotonic() + ms / 1000
+
+    def left() -> float:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"timed out after {ms} ms")
+        return remaining
+
     sock: Optional[socket.socket] = None
     errors: list[str] = []
     for addr in plan["addrs"]:
         ip, _, port = addr.rpartition(":")
         try:
-            sock = socket.create_connection((ip.strip("[]"), int(port)), timeout=timeout)
+            sock = socket.create_connection((ip.strip("[]"), int(port)), timeout=left())
             break
         except OSError as e:
             errors.append(f"{addr}: {e}")
@@ -122,21 +133,31 @@ def _http(plan: dict[str, Any], data: Optional[bytes], timeout_ms: Optional[int]
     try:
         if plan["scheme"] == "https":
             # The certificate is checked for the URL's host (SNI too), not the address.
+            sock.settimeout(left())
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=plan["host"])
-        conn = http.client.HTTPConnection(plan["host"], plan["port"], timeout=timeout)
+        conn = http.client.HTTPConnection(plan["host"], plan["port"], timeout=left())
         conn.sock = sock  # the connection to the vetted address: http.client never resolves
         headers = {h["name"]: h["value"] for h in plan["headers"]}
+        sock.settimeout(left())
         conn.request(plan["method"], plan["path"], body=data, headers=headers)
         resp = conn.getresponse()
-        raw = resp.read(FETCH_MAX_BYTES + 1)
+        raw = bytearray()
+        while len(raw) <= FETCH_MAX_BYTES:
+            sock.settimeout(left())
+            chunk = resp.read1(FETCH_MAX_BYTES + 1 - len(raw))
+            if not chunk:
+                break
+            raw += chunk
         conn.close()
     except (OSError, http.client.HTTPException, ValueError) as e:
         sock.close()
-        return cast(ToolOutcome, _fetch_failed(url, f"{type(e).__name__}: {e}"))
+        # Every socket timeout is what was left of the deadline: say which deadline.
+        why = f"timed out after {ms} ms" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
+        return cast(ToolOutcome, _fetch_failed(url, why))
     truncated = len(raw) > FETCH_MAX_BYTES
     return cast(
         ToolOutcome,
-        _fetch_done(url, resp.status, raw[:FETCH_MAX_BYTES], truncated, resp.getheader("Location")),
+        _fetch_done(url, resp.status, bytes(raw[:FETCH_MAX_BYTES]), truncated, resp.getheader("Location")),
     )
 
 
@@ -306,7 +327,9 @@ def _fetch_url(
     ``method`` (letters only, not ``CONNECT``) and ``headers`` are checked by the core before
     the call is decided and sent exactly as checked; ``Host``, ``Content-Length``,
     ``Transfer-Encoding`` and the hop-by-hop headers are the tool's own, and a value with a
-    line break or a non-ASCII character is refused (:class:`InvalidInput`, naming it)."""
+    line break or a non-ASCII character is refused (:class:`InvalidInput`, naming it).
+    ``body`` is read once, as exact bytes, and framed by the tool; ``timeout_ms`` (30 s when
+    absent) bounds the whole exchange, and the response is read up to 1 MiB."""
     data = _body(body)
     args = dict(
         url=url, method=method, headers=_headers(headers), item_id=item_id, tool=tool, approval=approval
