@@ -152,12 +152,15 @@ def _http(plan: dict[str, Any], data: Optional[bytes], timeout_ms: Optional[int]
     except (OSError, http.client.HTTPException, ValueError) as e:
         sock.close()
         # Every socket timeout is what was left of the deadline: say which deadline.
-        why = f"timed out after {ms} ms" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
+        timed_out = isinstance(e, TimeoutError)
+        why = f"timed out after {ms} ms" if timed_out else f"{type(e).__name__}: {e}"
         return cast(ToolOutcome, _fetch_failed(url, why))
     truncated = len(raw) > FETCH_MAX_BYTES
     return cast(
         ToolOutcome,
-        _fetch_done(url, resp.status, bytes(raw[:FETCH_MAX_BYTES]), truncated, resp.getheader("Location")),
+        _fetch_done(
+            url, resp.status, bytes(raw[:FETCH_MAX_BYTES]), truncated, resp.getheader("Location")
+        ),
     )
 
 
@@ -326,13 +329,22 @@ def _fetch_url(
 
     ``method`` (letters only, not ``CONNECT``) and ``headers`` are checked by the core before
     the call is decided and sent exactly as checked; ``Host``, ``Content-Length``,
-    ``Transfer-Encoding`` and the hop-by-hop headers are the tool's own, and a value with a
-    line break or a non-ASCII character is refused (:class:`InvalidInput`, naming it).
+    ``Transfer-Encoding``, ``Expect`` and the hop-by-hop headers are the tool's own, and a
+    value with a line break or a non-ASCII character is refused (:class:`InvalidInput`,
+    naming it).
     ``body`` is read once, as exact bytes, and framed by the tool; ``timeout_ms`` (30 s when
     absent) bounds the whole exchange, and the response is read up to 1 MiB."""
     data = _body(body)
+    positive = isinstance(timeout_ms, int) and not isinstance(timeout_ms, bool) and timeout_ms > 0
+    if timeout_ms is not None and not positive:
+        raise TypeError(f"timeout_ms must be a positive int (milliseconds), not {timeout_ms!r}")
     args = dict(
-        url=url, method=method, headers=_headers(headers), item_id=item_id, tool=tool, approval=approval
+        url=url,
+        method=method,
+        headers=_headers(headers),
+        item_id=item_id,
+        tool=tool,
+        approval=approval,
     )
     then: Callable[[dict[str, Any]], ToolOutcome] = lambda step: _http(step, data, timeout_ms)
     return _Call("fetch_url", (), args, then)
