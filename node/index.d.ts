@@ -356,8 +356,8 @@ export type FetchUrlOptions = ToolOptions & {
   method?: string
   /**
    * Sent as checked: names are HTTP tokens, values visible ASCII (no line breaks). `Host`,
-   * `Content-Length`, `Transfer-Encoding` and the hop-by-hop headers are refused: fetchUrl sets
-   * them from the URL and the body.
+   * `Content-Length`, `Transfer-Encoding`, `Expect` and the hop-by-hop headers are refused:
+   * fetchUrl sets them from the URL and the body.
    */
   headers?: Record<string, string>
   /** Copied when the call starts, and framed by fetchUrl (Content-Length) for every method. */

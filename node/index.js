@@ -501,6 +501,10 @@ const gateTools = {
   async fetchUrl(url, opts) {
     opts = optsOf(opts, 'Gate.fetchUrl')
     const body = bytesOf(opts.body, 'Gate.fetchUrl: body')
+    const ms = opts.timeoutMs
+    if (ms != null && !(Number.isSafeInteger(ms) && ms > 0)) {
+      throw new InvalidInputError(`Gate.fetchUrl: timeoutMs must be a positive integer (milliseconds), not ${JSON.stringify(ms) ?? typeof ms}`, 'InvalidInput')
+    }
     const args = { url: text(url, 'Gate.fetchUrl: url'), method: opts.method ?? 'GET', headers: headersOf(opts.headers), ...common(opts) }
     const step = await callTool(this, 'fetch_url', args, null, { signal: opts.signal })
     if (step.step === 'done') return outcomeOf(step)

@@ -227,6 +227,9 @@ test('fetchUrl refuses a Host header, framing headers and line breaks before it 
       await assert.rejects(gate.fetchUrl(url, { headers }), (e) => e instanceof turngate.InvalidInputError && says.test(e.message))
     }
     await assert.rejects(gate.fetchUrl(url, { method: 'CONNECT' }), turngate.InvalidInputError)
+    for (const timeoutMs of [0, -1, '500', 1.5, NaN]) {
+      await assert.rejects(gate.fetchUrl(url, { timeoutMs }), (e) => e instanceof turngate.InvalidInputError && /timeoutMs must be a positive integer/.test(e.message))
+    }
     // A Map would cross as {} and drop every header: refused, naming it.
     await assert.rejects(gate.fetchUrl(url, { headers: new Map([['X-A', '1']]) }), (e) => e instanceof turngate.InvalidInputError && /plain object of strings, not Map/.test(e.message))
     assert.deepEqual(seen, [])
