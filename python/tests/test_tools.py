@@ -389,9 +389,12 @@ def test_fetch_url_refuses_a_host_header_and_a_line_break_before_connecting(
             gate.fetch_url_blocking(url, headers=headers)
     with pytest.raises(TypeError, match="headers must be a mapping"):
         gate.fetch_url_blocking(url, headers=[("X-A", "1")])  # type: ignore[arg-type]
-    for bad in (0, -1, "500", True):
-        with pytest.raises(TypeError, match="timeout_ms must be a positive int"):
+    for bad in ("500", True, 1.5):
+        with pytest.raises(TypeError, match="timeout_ms must be an int"):
             gate.fetch_url_blocking(url, timeout_ms=bad)  # type: ignore[arg-type]
+    for nonpositive in (0, -1):
+        with pytest.raises(turngate.InvalidInput, match="timeout_ms must be positive"):
+            gate.fetch_url_blocking(url, timeout_ms=nonpositive)
     assert echo.seen == []
     ok = gate.fetch_url_blocking(url, headers={"X-Note": "a b"})
     assert "\r\nX-Note: a b\r\n" in _sent(ok), ok

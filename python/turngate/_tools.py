@@ -36,7 +36,7 @@ from typing import (
     cast,
 )
 
-from ._turngate import Decision, Policy, Store, TurnGateError
+from ._turngate import Decision, InvalidInput, Policy, Store, TurnGateError
 from ._turngate import _default_store_path, _fetch_done, _fetch_failed, _turn_snapshot
 from ._types import ApprovalAnswer, SpawnResult, ToolOutcome
 
@@ -335,9 +335,12 @@ def _fetch_url(
     ``body`` is read once, as exact bytes, and framed by the tool; ``timeout_ms`` (30 s when
     absent) bounds the whole exchange, and the response is read up to 1 MiB."""
     data = _body(body)
-    positive = isinstance(timeout_ms, int) and not isinstance(timeout_ms, bool) and timeout_ms > 0
-    if timeout_ms is not None and not positive:
-        raise TypeError(f"timeout_ms must be a positive int (milliseconds), not {timeout_ms!r}")
+    if timeout_ms is not None:
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
+            raise TypeError(f"timeout_ms must be an int (milliseconds), not {timeout_ms!r}")
+        if timeout_ms <= 0:
+            # InvalidInput, as the core's refusals: an adapter gives the model its text.
+            raise InvalidInput(f"fetch_url: timeout_ms must be positive, not {timeout_ms}")
     args = dict(
         url=url,
         method=method,
